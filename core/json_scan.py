@@ -1,0 +1,427 @@
+"""A resumable, incremental JSON scanner.
+
+The scanner reads a JSON text chunk by chunk and keeps just enough state to continue
+exactly where the previous chunk stopped: the open containers (with the offset just after
+their last complete member), the parse phase, and a partial token carried over the cut.
+Feeding a chunk costs O(len(chunk)): nothing before the cut is read again. Complete
+nested values are validated and skipped by the C scanner of the standard library, and
+runs of scalar members by one regular expression, so the Python loop only runs for the
+containers that stay open.
+
+From that state, :meth:`JsonScanner.close` says how to turn the text read so far into
+valid JSON without re-reading it: keep ``text[:n]`` and append a short suffix (close an
+open string, drop a dangling key, a partial literal or number and a trailing comma, then
+close every open container).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Any
+
+_WS = re.compile(r"[ \t\n\r]*")
+# String body after the opening quote, strict JSON: no control characters, valid escapes.
+_STR_BODY = re.compile(r'[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*')
+_PARTIAL_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{0,3})?\Z")
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+_NUMBER_PREFIX = re.compile(r"-?(?:0|[1-9][0-9]*)?(?:\.[0-9]*)?(?:[eE][+-]?[0-9]*)?\Z")
+_STRING = r'"[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*"'
+_SCALAR = (
+    rf"(?:{_STRING}|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null)"
+)
+# Runs of complete scalar members followed by a comma, matched in one C call. The empty
+# group records where the last scalar ended (Python keeps a repeated group's last match).
+_ARRAY_RUN = re.compile(rf"(?:[ \t\n\r]*{_SCALAR}()[ \t\n\r]*,)*")
+_OBJECT_RUN = re.compile(rf"(?:[ \t\n\r]*{_STRING}[ \t\n\r]*:[ \t\n\r]*{_SCALAR}()[ \t\n\r]*,)*")
+_STRINGS = re.compile(_STRING)
+_LITERALS = ("true", "false", "null")
+_CLOSER = {"{": "}", "[": "]"}
+#: Longest partial key or token carried over a cut and re-read with the next chunk.
+_MAX_CARRY = 4096
+#: Longest nested value the C scanner is asked to validate in one call.
+_SWALLOW_WINDOW = 8192
+
+
+def _always(m: re.Match[str] | None) -> re.Match[str]:
+    assert m is not None, "patterns that can match the empty string always match"
+    return m
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
+_SCAN_ONCE = _DECODER.scan_once  # type: ignore[attr-defined]  # set by JSONDecoder.__init__
+
+
+class Phase(IntEnum):
+    """What the innermost open container expects next."""
+
+    VALUE_OR_CLOSE = 0  # just after "[": a value or "]"
+    VALUE = 1  # after "," in an array, after ":" in an object, or the root value
+    KEY_OR_CLOSE = 2  # just after "{"
+    KEY = 3  # after "," in an object
+    COLON = 4  # after a key
+    AFTER = 5  # after a complete member: "," or the closer
+    DONE = 6  # the root value is complete
+
+
+class Carry(IntEnum):
+    """What the carried-over text at the cut is."""
+
+    NONE = 0
+    TOKEN = 1  # the start of a key, number or literal, read again with the next chunk
+    STRING = 2  # inside a value string; the carry is a partial escape ("\\", "\\u00")
+
+
+@dataclass(slots=True)
+class Frame:
+    """One open container."""
+
+    kind: str  # "{" or "["
+    open_at: int  # offset of the bracket
+    label: str | int | None  # key or index in the parent; None for the root
+    count: int = 0  # complete members so far
+    safe: int = 0  # offset just after the last complete member (or the bracket)
+    key: str | None = None  # objects: the key whose value comes next
+
+
+@dataclass(slots=True)
+class ScanError:
+    at: int
+    message: str
+
+
+class JsonScanner:
+    """Incremental scanner over a JSON text that arrives in chunks.
+
+    ``length`` is the number of characters fed. ``error`` is set, and the scanner stops
+    reading, at the first syntax error. ``done_at`` is the offset just after the root value
+    once it is complete; text after it is not read (``trailing_at`` marks where it starts).
+    """
+
+    __slots__ = (
+        "carry",
+        "carry_kind",
+        "done_at",
+        "error",
+        "frames",
+        "length",
+        "phase",
+        "root_started",
+        "string_at",
+        "trailing_at",
+    )
+
+    def __init__(self) -> None:
+        self.length = 0
+        self.frames: list[Frame] = []
+        self.phase = Phase.VALUE
+        self.carry = ""
+        self.carry_kind = Carry.NONE
+        self.string_at = -1  # offset of the opening quote of an open value string
+        self.root_started = False
+        self.done_at = -1
+        self.trailing_at = -1
+        self.error: ScanError | None = None
+
+    # -- state -------------------------------------------------------------------------
+    def copy(self) -> JsonScanner:
+        other = JsonScanner.__new__(JsonScanner)
+        other.length = self.length
+        other.frames = [
+            Frame(f.kind, f.open_at, f.label, f.count, f.safe, f.key) for f in self.frames
+        ]
+        other.phase = self.phase
+        other.carry = self.carry
+        other.carry_kind = self.carry_kind
+        other.string_at = self.string_at
+        other.root_started = self.root_started
+        other.done_at = self.done_at
+        other.trailing_at = self.trailing_at
+        other.error = self.error
+        return other
+
+    def to_dict(self) -> dict[str, Any]:
+        """A small JSON-serialisable snapshot (size grows with depth, not with length)."""
+        return {
+            "length": self.length,
+            "frames": [[f.kind, f.open_at, f.label, f.count, f.safe, f.key] for f in self.frames],
+            "phase": int(self.phase),
+            "carry": self.carry,
+            "carry_kind": int(self.carry_kind),
+            "string_at": self.string_at,
+            "root_started": self.root_started,
+            "done_at": self.done_at,
+            "trailing_at": self.trailing_at,
+            "error": None if self.error is None else [self.error.at, self.error.message],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> JsonScanner:
+        scan = cls()
+        scan.length = int(data["length"])
+        scan.frames = [Frame(*f) for f in data["frames"]]
+        scan.phase = Phase(data["phase"])
+        scan.carry = data["carry"]
+        scan.carry_kind = Carry(data["carry_kind"])
+        scan.string_at = int(data["string_at"])
+        scan.root_started = bool(data["root_started"])
+        scan.done_at = int(data["done_at"])
+        scan.trailing_at = int(data["trailing_at"])
+        err = data["error"]
+        scan.error = None if err is None else ScanError(int(err[0]), str(err[1]))
+        return scan
+
+    @property
+    def complete(self) -> bool:
+        return self.done_at >= 0
+
+    @property
+    def depth(self) -> int:
+        return len(self.frames)
+
+    # -- feeding -----------------------------------------------------------------------
+    def feed(self, chunk: str) -> JsonScanner:
+        """Read ``chunk`` (the text that follows what was fed so far); returns self."""
+        start_length = self.length
+        self.length += len(chunk)
+        if self.error is not None or self.done_at >= 0:
+            if self.done_at >= 0 and self.trailing_at < 0:
+                self._after_done(chunk, start_length)
+            return self
+        carry, kind = self.carry, self.carry_kind
+        self.carry, self.carry_kind = "", Carry.NONE
+        text = carry + chunk
+        base = start_length - len(carry)
+        pos = 0
+        if kind is Carry.STRING:
+            pos = self._string_body(text, 0, base, self.string_at - base)
+            if pos < 0:
+                return self
+        self._run(text, pos, base)
+        return self
+
+    def _after_done(self, chunk: str, base: int) -> None:
+        m = _always(_WS.match(chunk))
+        if m.end() < len(chunk):
+            self.trailing_at = base + m.end()
+
+    def _fail(self, at: int, message: str) -> None:
+        self.error = ScanError(at, message)
+
+    def _string_body(self, text: str, pos: int, base: int, quote: int) -> int:
+        """Continue a value string at ``pos``; return the position after it, or -1."""
+        m = _always(_STR_BODY.match(text, pos))
+        end = m.end()
+        n = len(text)
+        if end < n and text[end] == '"':
+            self.string_at = -1
+            self._value_done(base + end + 1)
+            return end + 1
+        rest = text[end:]
+        if end == n or _PARTIAL_ESCAPE.match(rest):
+            self.carry = rest
+            self.carry_kind = Carry.STRING
+            self.string_at = base + quote
+            return -1
+        bad = text[end]
+        what = "control character" if bad < " " else "invalid escape"
+        self._fail(base + end, f"{what} in string")
+        return -1
+
+    def _value_done(self, end: int) -> None:
+        """A value ending at offset ``end`` completed the current member (or the root)."""
+        if not self.frames:
+            self.phase = Phase.DONE
+            self.done_at = end
+            return
+        f = self.frames[-1]
+        f.count += 1
+        f.safe = end
+        f.key = None
+        self.phase = Phase.AFTER
+
+    def _run(self, s: str, pos: int, base: int) -> None:
+        n = len(s)
+        frames = self.frames
+        while True:
+            pos = _always(_WS.match(s, pos)).end()
+            if pos >= n:
+                return
+            phase = self.phase
+            c = s[pos]
+            if phase is Phase.AFTER:
+                f = frames[-1]
+                if c == ",":
+                    pos += 1
+                    if f.kind == "[":
+                        self.phase = Phase.VALUE
+                        m = _always(_ARRAY_RUN.match(s, pos))
+                    else:
+                        self.phase = Phase.KEY
+                        m = _always(_OBJECT_RUN.match(s, pos))
+                    if m.end() > pos:
+                        # Commas outside strings in the run = members completed by it.
+                        run = _STRINGS.sub("", s[pos : m.end()])
+                        f.count += run.count(",")
+                        f.safe = base + m.end(1)
+                        pos = m.end()
+                elif c == _CLOSER[f.kind]:
+                    frames.pop()
+                    self._value_done(base + pos + 1)
+                    pos += 1
+                else:
+                    self._fail(base + pos, f"expected ',' or '{_CLOSER[f.kind]}'")
+                    return
+            elif phase is Phase.VALUE or phase is Phase.VALUE_OR_CLOSE:
+                if c == "]" and phase is Phase.VALUE_OR_CLOSE:
+                    frames.pop()
+                    self._value_done(base + pos + 1)
+                    pos += 1
+                    continue
+                pos = self._value(s, pos, base, c)
+                if pos < 0:
+                    return
+            elif phase is Phase.KEY or phase is Phase.KEY_OR_CLOSE:
+                if c == '"':
+                    m = _always(_STR_BODY.match(s, pos + 1))
+                    end = m.end()
+                    if end < n and s[end] == '"':
+                        frames[-1].key = json.loads(s[pos : end + 1])
+                        self.phase = Phase.COLON
+                        pos = end + 1
+                    elif end == n or _PARTIAL_ESCAPE.match(s, end):
+                        self._carry_token(s, pos, base)
+                        return
+                    else:
+                        self._fail(base + end, "invalid string in key")
+                        return
+                elif c == "}" and phase is Phase.KEY_OR_CLOSE:
+                    frames.pop()
+                    self._value_done(base + pos + 1)
+                    pos += 1
+                else:
+                    self._fail(base + pos, "expected a key")
+                    return
+            elif phase is Phase.COLON:
+                if c != ":":
+                    self._fail(base + pos, "expected ':'")
+                    return
+                self.phase = Phase.VALUE
+                pos += 1
+            else:  # DONE
+                self.trailing_at = base + pos
+                return
+
+    def _carry_token(self, s: str, pos: int, base: int) -> None:
+        if len(s) - pos > _MAX_CARRY:
+            self._fail(base + pos, "token too long to carry over a cut")
+            return
+        self.carry = s[pos:]
+        self.carry_kind = Carry.TOKEN
+
+    def _value(self, s: str, pos: int, base: int, c: str) -> int:
+        """Read one value starting at ``pos``; return the next position, or -1 to stop."""
+        n = len(s)
+        self.root_started = True
+        if c == '"':
+            return self._string_body(s, pos + 1, base, pos)
+        if c in "{[":  # c is one character
+            if self.frames:
+                end = self._swallow(s, pos)
+                if end > 0:
+                    self._value_done(base + end)
+                    return end
+            parent = self.frames[-1] if self.frames else None
+            label: str | int | None = None
+            if parent is not None:
+                label = parent.key if parent.kind == "{" else parent.count
+            self.frames.append(Frame(c, base + pos, label, 0, base + pos + 1))
+            self.phase = Phase.VALUE_OR_CLOSE if c == "[" else Phase.KEY_OR_CLOSE
+            if c == "[":
+                m = _always(_ARRAY_RUN.match(s, pos + 1))
+                if m.end() > pos + 1:
+                    f = self.frames[-1]
+                    f.count = _STRINGS.sub("", s[pos + 1 : m.end()]).count(",")
+                    f.safe = base + m.end(1)
+                    self.phase = Phase.VALUE
+                    return m.end()
+            return pos + 1
+        if c == "-" or "0" <= c <= "9":
+            if _NUMBER_PREFIX.match(s, pos) is not None:
+                # The number runs into the cut: it may go on in the next chunk.
+                self._carry_token(s, pos, base)
+                return -1
+            number = _NUMBER.match(s, pos)
+            end = pos if number is None else number.end()
+            if end == pos or s[end] in ".eE+-0123456789":
+                self._fail(base + pos, "invalid number")
+                return -1
+            self._value_done(base + end)
+            return end
+        for lit in _LITERALS:
+            if s.startswith(lit, pos):
+                self._value_done(base + pos + len(lit))
+                return pos + len(lit)
+            if lit.startswith(s[pos : pos + len(lit)]) and n - pos < len(lit):
+                self._carry_token(s, pos, base)
+                return -1
+        self._fail(base + pos, "expected a value")
+        return -1
+
+    def _swallow(self, s: str, pos: int) -> int:
+        """Validate and skip a complete nested value with the C scanner; 0 if it is open.
+
+        A bounded window keeps an open container from costing a parse to the end of the
+        text: a value longer than the window is simply read member by member instead.
+        """
+        try:
+            if len(s) - pos > _SWALLOW_WINDOW:
+                _, end = _SCAN_ONCE(s[pos : pos + _SWALLOW_WINDOW], 0)
+                return pos + int(end)
+            _, end = _SCAN_ONCE(s, pos)
+        except (StopIteration, ValueError):
+            return 0
+        return int(end)
+
+    def finish(self) -> JsonScanner:
+        """The input ended: a number or literal carried at the very end is complete."""
+        if self.carry_kind is Carry.TOKEN and self.error is None:
+            token = self.carry
+            if token in _LITERALS or _NUMBER.fullmatch(token):
+                self.carry, self.carry_kind = "", Carry.NONE
+                self._value_done(self.length)
+        return self
+
+    # -- closing -----------------------------------------------------------------------
+    def close(self) -> tuple[int, str] | None:
+        """How to make valid JSON of the text read so far: ``text[:n] + suffix``.
+
+        None when nothing usable was read (no root value, a syntax error before any
+        complete member, or a root scalar cut in the middle).
+        """
+        if self.done_at >= 0:
+            return self.done_at, ""
+        if self.error is not None and not self.frames:
+            return None
+        if not self.frames:
+            if self.carry_kind is Carry.STRING:
+                return self.length - len(self.carry), '"'
+            return None
+        closers = "".join(_CLOSER[f.kind] for f in reversed(self.frames))
+        top = self.frames[-1]
+        if self.error is None and self.carry_kind is Carry.STRING:
+            # An open value string is kept and closed; an incomplete escape is dropped.
+            return self.length - len(self.carry), '"' + closers
+        return top.safe, closers
+
+    def cut_at(self) -> int:
+        """Offset where the innermost incomplete member starts (the cut element)."""
+        if not self.frames:
+            return 0
+        return self.frames[-1].safe

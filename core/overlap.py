@@ -1,0 +1,97 @@
+"""Finding where a continuation fragment repeats the end of what was received.
+
+A continuation fragment usually starts by repeating part of the tail of the accumulated
+text (the prompt asks it to), sometimes after a line of prose or a code-fence opener.
+A *splice* says how many leading characters of the fragment to drop: ``prose`` characters
+of preamble, then ``overlap`` characters that equal the last ``overlap`` characters of the
+tail.
+
+This module only enumerates candidates, longest overlap first; which one is safe is the
+format's decision (a JSON splice must scan, a CSV splice must keep the field count). The
+search costs O(len(fragment)) string operations done in C, never O(len(accumulated)).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+#: Overlaps shorter than this are coincidences as often as repeats: "l" + "lo" may be
+#: "llo" or "lo". They are accepted only when the format can prove the zero reading wrong.
+MIN_OVERLAP = 8
+#: How far into a fragment a preamble (prose line, fence opener) may reach.
+MAX_PREAMBLE_CHARS = 400
+MAX_PREAMBLE_LINES = 3
+#: Bound on anchor occurrences examined, so periodic text cannot make the search quadratic.
+MAX_ANCHOR_HITS = 256
+
+
+@dataclass(frozen=True, slots=True)
+class Splice:
+    """Drop ``prose + overlap`` characters of the fragment, then append the rest."""
+
+    overlap: int
+    prose: int = 0
+
+    @property
+    def skip(self) -> int:
+        return self.prose + self.overlap
+
+
+def exact_overlaps(tail: str, fragment: str, *, start: int = 0) -> Iterator[int]:
+    """Yield every k >= 1 with ``fragment[start:start+k] == tail[-k:]``, longest first."""
+    limit = min(len(tail), len(fragment) - start)
+    if limit <= 0:
+        return
+    anchor_len = min(MIN_OVERLAP, limit)
+    anchor = fragment[start : start + anchor_len]
+    n = len(tail)
+    # Long overlaps: every occurrence of the fragment's first characters in the tail is a
+    # candidate start; scanning left to right gives the longest overlap first.
+    i = tail.find(anchor, n - limit)
+    hits = 0
+    while i != -1 and hits < MAX_ANCHOR_HITS:
+        k = n - i
+        if k <= anchor_len:
+            break
+        if fragment.startswith(tail[i:], start):
+            yield k
+        hits += 1
+        i = tail.find(anchor, i + 1)
+    for k in range(anchor_len, 0, -1):
+        if tail.endswith(fragment[start : start + k]):
+            yield k
+
+
+def preamble_starts(fragment: str) -> list[int]:
+    """Offsets just after each of the first few lines: where a repeat may begin after prose."""
+    starts: list[int] = []
+    pos = 0
+    for _ in range(MAX_PREAMBLE_LINES):
+        nl = fragment.find("\n", pos, MAX_PREAMBLE_CHARS)
+        if nl == -1:
+            break
+        pos = nl + 1
+        starts.append(pos)
+    return starts
+
+
+def splice_candidates(tail: str, fragment: str, *, min_overlap: int = MIN_OVERLAP) -> list[Splice]:
+    """Candidate splices in order of preference.
+
+    1. overlaps of at least ``min_overlap`` characters, longest first; a repeat at the very
+       start of the fragment before one after a preamble line of the same length;
+    2. shorter overlaps at the start of the fragment (the caller must prove them);
+    3. the exact continuation (nothing dropped).
+    """
+    long: list[Splice] = []
+    short: list[Splice] = []
+    for k in exact_overlaps(tail, fragment):
+        (long if k >= min_overlap else short).append(Splice(overlap=k))
+    for start in preamble_starts(fragment):
+        for k in exact_overlaps(tail, fragment, start=start):
+            if k < min_overlap:
+                break
+            long.append(Splice(overlap=k, prose=start))
+    long.sort(key=lambda s: (-s.overlap, s.prose))
+    return [*long, *short, Splice(overlap=0)]
