@@ -1,1 +1,1 @@
-"""placeholder"""
+"""The continuum command line."""

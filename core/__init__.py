@@ -1,1 +1,57 @@
-"""placeholder"""
+"""Continuum's continuation engine: pure, deterministic, no I/O.
+
+``advance(state, response)`` takes one model reply into a job and decides what comes next;
+``stitch(fragments, fmt)`` merges fragments offline with the same mergers.
+"""
+
+from core.engine import advance, start
+from core.formats import detect_format
+from core.models import (
+    ContinuationConfig,
+    FinishReason,
+    JobSpec,
+    Message,
+    OnFailure,
+    OutputFormat,
+    ProviderResponse,
+    Usage,
+    ValidationOptions,
+)
+from core.repair import review
+from core.state import (
+    ContinuationMetadata,
+    Continue,
+    Decision,
+    Fallback,
+    Finish,
+    JobState,
+    OutputRef,
+    Retry,
+)
+from core.stitch import StitchResult, stitch
+
+__all__ = [
+    "ContinuationConfig",
+    "ContinuationMetadata",
+    "Continue",
+    "Decision",
+    "Fallback",
+    "Finish",
+    "FinishReason",
+    "JobSpec",
+    "JobState",
+    "Message",
+    "OnFailure",
+    "OutputFormat",
+    "OutputRef",
+    "ProviderResponse",
+    "Retry",
+    "StitchResult",
+    "Usage",
+    "ValidationOptions",
+    "advance",
+    "detect_format",
+    "review",
+    "start",
+    "stitch",
+]

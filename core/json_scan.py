@@ -112,8 +112,11 @@ class JsonScanner:
         "frames",
         "length",
         "phase",
+        "records_closed",
+        "records_depth",
         "root_started",
         "string_at",
+        "_swallowed",
         "trailing_at",
     )
 
@@ -128,6 +131,9 @@ class JsonScanner:
         self.done_at = -1
         self.trailing_at = -1
         self.error: ScanError | None = None
+        self.records_closed = 0  # size of the last array closed at the shallowest depth
+        self.records_depth = 1 << 30
+        self._swallowed = 0
 
     # -- state -------------------------------------------------------------------------
     def copy(self) -> JsonScanner:
@@ -144,6 +150,8 @@ class JsonScanner:
         other.done_at = self.done_at
         other.trailing_at = self.trailing_at
         other.error = self.error
+        other.records_closed = self.records_closed
+        other.records_depth = self.records_depth
         return other
 
     def to_dict(self) -> dict[str, Any]:
@@ -159,6 +167,7 @@ class JsonScanner:
             "done_at": self.done_at,
             "trailing_at": self.trailing_at,
             "error": None if self.error is None else [self.error.at, self.error.message],
+            "records": [self.records_closed, self.records_depth],
         }
 
     @classmethod
@@ -175,6 +184,7 @@ class JsonScanner:
         scan.trailing_at = int(data["trailing_at"])
         err = data["error"]
         scan.error = None if err is None else ScanError(int(err[0]), str(err[1]))
+        scan.records_closed, scan.records_depth = data["records"]
         return scan
 
     @property
@@ -272,7 +282,7 @@ class JsonScanner:
                         f.safe = base + m.end(1)
                         pos = m.end()
                 elif c == _CLOSER[f.kind]:
-                    frames.pop()
+                    self._pop()
                     self._value_done(base + pos + 1)
                     pos += 1
                 else:
@@ -280,7 +290,7 @@ class JsonScanner:
                     return
             elif phase is Phase.VALUE or phase is Phase.VALUE_OR_CLOSE:
                 if c == "]" and phase is Phase.VALUE_OR_CLOSE:
-                    frames.pop()
+                    self._pop()
                     self._value_done(base + pos + 1)
                     pos += 1
                     continue
@@ -302,7 +312,7 @@ class JsonScanner:
                         self._fail(base + end, "invalid string in key")
                         return
                 elif c == "}" and phase is Phase.KEY_OR_CLOSE:
-                    frames.pop()
+                    self._pop()
                     self._value_done(base + pos + 1)
                     pos += 1
                 else:
@@ -317,6 +327,21 @@ class JsonScanner:
             else:  # DONE
                 self.trailing_at = base + pos
                 return
+
+    def _pop(self) -> None:
+        frame = self.frames.pop()
+        if frame.kind == "[" and len(self.frames) <= min(1, self.records_depth):
+            self.records_depth = len(self.frames)
+            self.records_closed = frame.count
+
+    @property
+    def records(self) -> int:
+        """Complete items of the main list: the root array, or the shallowest array
+        directly under the root object."""
+        for frame in self.frames[:2]:
+            if frame.kind == "[":
+                return frame.count
+        return self.records_closed
 
     def _carry_token(self, s: str, pos: int, base: int) -> None:
         if len(s) - pos > _MAX_CARRY:
@@ -335,6 +360,9 @@ class JsonScanner:
             if self.frames:
                 end = self._swallow(s, pos)
                 if end > 0:
+                    if c == "[" and len(self.frames) <= min(1, self.records_depth):
+                        self.records_depth = len(self.frames)
+                        self.records_closed = self._swallowed
                     self._value_done(base + end)
                     return end
             parent = self.frames[-1] if self.frames else None
@@ -382,11 +410,13 @@ class JsonScanner:
         """
         try:
             if len(s) - pos > _SWALLOW_WINDOW:
-                _, end = _SCAN_ONCE(s[pos : pos + _SWALLOW_WINDOW], 0)
-                return pos + int(end)
-            _, end = _SCAN_ONCE(s, pos)
+                value, end = _SCAN_ONCE(s[pos : pos + _SWALLOW_WINDOW], 0)
+                end += pos
+            else:
+                value, end = _SCAN_ONCE(s, pos)
         except (StopIteration, ValueError):
             return 0
+        self._swallowed = len(value)
         return int(end)
 
     def finish(self) -> JsonScanner:

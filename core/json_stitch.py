@@ -23,7 +23,7 @@ from core.json_scan import Carry, JsonScanner
 from core.merge import Merge, describe_splice
 from core.overlap import MIN_OVERLAP, Splice, exact_overlaps, preamble_starts, splice_candidates
 
-_FENCE_AT = re.compile(r"(```|~~~)[^\n]*(?:\n\s*)?\Z")
+_FENCE_AT = re.compile(r"\s*(```|~~~)[^\n]*(?:\n\s*)?\Z")
 _NON_WS = re.compile(r"\S+")
 # A preamble line is a fence opener, or prose: it starts with a letter and holds none of
 # the characters that make JSON structure (a cut inside a string continues with letters).

@@ -1,0 +1,192 @@
+"""The continuation engine: ``advance(state, response) -> (state, decision)``.
+
+One iteration is a pure step (seed 000's loop, SPEC 2): take one model reply, strip the
+progress marker, merge the fragment into the cut text, then decide:
+
+- the document is complete (JSON closed; a stop for the other formats) -> ``Finish``;
+- it was cut -> ``Continue`` with the next prompt (overlap, budgeted context, progress);
+- the reply could not be merged, was empty or malformed -> ``Retry`` with the unchanged
+  prompt, until ``max_merge_failures`` consecutive failures -> ``Fallback`` to the last
+  valid part;
+- content filter, stall, or the attempt budget spent -> ``Fallback`` (partial result).
+The caller appends ``decision.append`` to the accumulated output and stores the state.
+"""
+
+from __future__ import annotations
+
+from core.formats import STITCHERS, Stitcher, detect_format
+from core.json_scan import JsonScanner
+from core.models import FinishReason, JobSpec, OnFailure, OutputFormat, ProviderResponse
+from core.progress import Stall, split_marker
+from core.prompts import continuation_messages, json_path, json_prompt_context, overlap_context
+from core.state import Continue, Decision, Fallback, Finish, JobState, OutputRef, Retry, Served
+
+_DONE = (FinishReason.STOP, FinishReason.TOOL_CALLS)
+
+
+def start(spec: JobSpec) -> JobState:
+    """The state before the first model call."""
+    return JobState(spec=spec, format=spec.output_format, messages=spec.conversation())
+
+
+def advance(state: JobState, response: ProviderResponse) -> tuple[JobState, Decision]:
+    """Take one model reply into the job; return the new state and what to do next."""
+    s = state.model_copy(deep=True)
+    s.iteration += 1
+    _account(s, response)
+    if s.phase == "repair":
+        from core.repair import advance_repair
+
+        return advance_repair(s, response)
+    reason = response.finish_reason
+    if reason is None:
+        return _failure(s, "the reply is malformed: it has no finish reason")
+    if reason is FinishReason.ERROR:
+        return _failure(s, f"the provider reported an error: {response.error}", backoff=True)
+    text, percent = split_marker(response.text)
+    s.metadata.progress_reported.append(percent)
+    if not text.strip() and s.length == 0 or not text and reason not in _DONE:
+        if reason is FinishReason.CONTENT_FILTER:
+            return s, _fallback(s, "the provider's content filter stopped the reply")
+        return _failure(s, "the reply is empty")
+    if s.format is OutputFormat.AUTO:
+        s.format = detect_format(text)
+        s.metadata.warn(f"format detected from the first reply: {s.format.value}")
+    s.metadata.merge_strategy_used = s.format.value
+    stitcher = STITCHERS[s.format]
+    if text:
+        if s.scan is None:
+            scan, merge = stitcher.start(text)
+        else:
+            scan, merge = stitcher.merge(s.scan, s.tail, text, s.head)
+        s.metadata.warn(*merge.warnings)
+        if not merge.ok:
+            if reason is FinishReason.CONTENT_FILTER:
+                return s, _fallback(s, "the provider's content filter stopped the reply")
+            return _failure(s, f"the reply could not be merged: {merge.error}")
+        appended = merge.append
+        s = s.model_copy(update={**s.appended(appended), "scan": scan})
+    else:
+        appended = ""
+    s.merge_failures = 0
+    s.metadata.chunk_chars.append(len(appended))
+    assert s.scan is not None
+    s.metadata.final_record_count = stitcher.records(s.scan)
+    closed = stitcher.close(s.scan)
+    if closed is not None:
+        s.fallback = OutputRef(prefix=closed[0], suffix=closed[1])
+    return s, _decide(s, stitcher, reason, percent, appended)
+
+
+def _decide(
+    s: JobState, stitcher: Stitcher, reason: FinishReason, percent: int | None, appended: str
+) -> Decision:
+    assert s.scan is not None
+    cfg = s.spec.continuation
+    if stitcher.complete(s.scan):
+        assert s.fallback is not None
+        return Finish(output=s.fallback, append=appended, review=_wants_review(s))
+    if reason is FinishReason.CONTENT_FILTER:
+        return _fallback(s, "the provider's content filter stopped the reply", appended)
+    if reason in _DONE:
+        if s.format is not OutputFormat.JSON:
+            return Finish(output=OutputRef(prefix=s.length), append=appended)
+        s.metadata.warn(f"iteration {s.iteration}: the model said it had finished, "
+                        "but the JSON is not complete: continuing")
+    if s.iteration > 1:
+        stall = Stall(s.stall_percent, s.stall_count).update(percent, len(appended))
+        s.stall_percent, s.stall_count = stall.last_percent, stall.count
+        if stall.stalled(cfg.stall_limit):
+            return _fallback(s, f"stalled: no progress for {stall.count} iterations", appended)
+    s.metadata.truncation_points.append(_truncation_point(s))
+    if s.iteration > cfg.max_attempts:
+        return _fallback(s, f"max_attempts ({cfg.max_attempts}) continuations used", appended)
+    s.metadata.was_continued = True
+    s.metadata.continuation_count += 1
+    _prepare_next(s, stitcher)
+    return Continue(messages=s.messages, append=appended)
+
+
+def _prepare_next(s: JobState, stitcher: Stitcher) -> None:
+    """Build the continuation request from the cut."""
+    assert s.scan is not None
+    cfg = s.spec.continuation
+    tail_start = s.length - len(s.tail)
+    element = stitcher.element_start(s.scan)
+    rel = None if element is None else element - tail_start
+    s.overlap = overlap_context(s.tail, cfg.overlap_chars, rel)
+    if s.format is OutputFormat.JSON:
+        context = json_prompt_context(JsonScanner.from_dict(s.scan), s.tail, cfg.context_budget_chars)
+    elif s.format is OutputFormat.CSV:
+        header = s.head.split("\n", 1)[0]
+        context = f"(header) {header}\n...\n" + _last_lines(s.tail, cfg.context_budget_chars)
+    else:
+        context = _last_lines(s.tail, cfg.context_budget_chars)
+    s.messages = continuation_messages(
+        s.spec, s.format, overlap=s.overlap, context=context, delivered=_delivered(s)
+    )
+
+
+def _last_lines(tail: str, budget: int) -> str:
+    part = tail[-budget:]
+    newline = part.find("\n")
+    return part[newline + 1 :] if 0 <= newline < len(part) // 2 else part
+
+
+def _delivered(s: JobState) -> str:
+    parts = [f"{s.length:,} characters"]
+    records = s.metadata.final_record_count
+    if records:
+        parts.append(f"{records:,} complete {'rows' if s.format is OutputFormat.CSV else 'items'}")
+    if s.format is OutputFormat.JSON and s.scan is not None:
+        parts.append(f"cut inside {_truncation_point(s)}")
+    if s.stall_percent is not None:
+        parts.append(f"your last estimate: {s.stall_percent}%")
+    return ", ".join(parts)
+
+
+def _truncation_point(s: JobState) -> str:
+    if s.format is OutputFormat.JSON and s.scan is not None:
+        return json_path(JsonScanner.from_dict(s.scan))
+    if s.format is OutputFormat.CSV:
+        return f"row:{s.metadata.final_record_count}"
+    return f"char:{s.length}"
+
+
+def _wants_review(s: JobState) -> bool:
+    v = s.spec.validation
+    return v.max_repair_attempts > 0 and (v.json_schema is not None or v.item_schema is not None)
+
+
+def _account(s: JobState, response: ProviderResponse) -> None:
+    meta = s.metadata
+    meta.total_input_tokens += response.usage.input_tokens
+    meta.total_output_tokens += response.usage.output_tokens
+    meta.total_cost_estimate += response.cost
+    meta.chunk_sizes.append(response.usage.output_tokens)
+    meta.finish_reasons.append(None if response.finish_reason is None else response.finish_reason.value)
+    meta.incomplete_details.append(response.incomplete_details)
+    if response.provider or response.model:
+        meta.served_by.append(Served(iteration=s.iteration, provider=response.provider, model=response.model))
+
+
+def _failure(s: JobState, why: str, *, backoff: bool = False) -> tuple[JobState, Decision]:
+    """A reply that moved nothing: retry the same request, or give up after too many."""
+    cfg = s.spec.continuation
+    s.merge_failures += 1
+    s.metadata.merge_failures += 1
+    s.metadata.warn(f"iteration {s.iteration}: {why}")
+    if s.merge_failures >= cfg.max_merge_failures:
+        return s, _fallback(s, f"{s.merge_failures} consecutive failures; the last: {why}")
+    if s.iteration > cfg.max_attempts:
+        return s, _fallback(s, f"max_attempts ({cfg.max_attempts}) used; the last reply: {why}")
+    return s, Retry(messages=s.messages, reason=why, backoff=backoff)
+
+
+def _fallback(s: JobState, reason: str, appended: str = "") -> Fallback:
+    meta = s.metadata
+    meta.fallback_used = True
+    meta.fallback_reason = reason
+    meta.merge_success = meta.merge_failures == 0
+    failed = s.fallback is None or s.spec.continuation.on_failure is OnFailure.RAISE_ERROR
+    return Fallback(output=s.fallback, reason=reason, append=appended, failed=failed)

@@ -1,0 +1,147 @@
+"""One interface over the four mergers, and ``auto`` detection (SPEC 2.1, 2.3).
+
+Each format keeps a small serialisable scan state (a dict) that travels with the job; the
+accumulated text itself never does. ``close`` says how to present what was accumulated
+as a result (``text[:n] + suffix``); ``complete`` whether the document is known finished
+by its own syntax (only JSON can say so).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from core import csv_stitch, markdown_stitch, text_stitch
+from core.extraction import clean_text, strip_wrapper_fence
+from core.json_scan import JsonScanner
+from core.json_stitch import merge_json, start_json
+from core.merge import Merge
+from core.models import OutputFormat
+
+ScanState = dict[str, Any]
+
+
+class Stitcher(Protocol):
+    def start(self, fragment: str) -> tuple[ScanState, Merge]: ...
+    def merge(
+        self, state: ScanState, tail: str, fragment: str, head: str
+    ) -> tuple[ScanState, Merge]: ...
+    def close(self, state: ScanState) -> tuple[int, str] | None: ...
+    def records(self, state: ScanState) -> int: ...
+    def complete(self, state: ScanState) -> bool: ...
+    def element_start(self, state: ScanState) -> int | None: ...
+
+
+class JsonStitcher:
+    def start(self, fragment: str) -> tuple[ScanState, Merge]:
+        scan, merge = start_json(fragment)
+        return scan.to_dict(), merge
+
+    def merge(
+        self, state: ScanState, tail: str, fragment: str, head: str
+    ) -> tuple[ScanState, Merge]:
+        scan, merge = merge_json(JsonScanner.from_dict(state), tail, fragment, head)
+        return scan.to_dict(), merge
+
+    def close(self, state: ScanState) -> tuple[int, str] | None:
+        return JsonScanner.from_dict(state).close()
+
+    def records(self, state: ScanState) -> int:
+        return JsonScanner.from_dict(state).records
+
+    def complete(self, state: ScanState) -> bool:
+        return int(state["done_at"]) >= 0
+
+    def element_start(self, state: ScanState) -> int | None:
+        frames = state["frames"]
+        return int(frames[-1][4]) if frames else None
+
+
+@dataclass(frozen=True)
+class _ModelStitcher:
+    """Adapter for the CSV, Markdown and text mergers (pydantic scan models)."""
+
+    module: Any
+    name: str
+
+    def _load(self, state: ScanState) -> Any:
+        return getattr(self.module, self._scan_class).model_validate(state)
+
+    @property
+    def _scan_class(self) -> str:
+        return {"csv": "CsvScan", "markdown": "MarkdownScan", "text": "TextScan"}[self.name]
+
+    def start(self, fragment: str) -> tuple[ScanState, Merge]:
+        scan, merge = getattr(self.module, f"start_{self.name}")(fragment)
+        return scan.model_dump(mode="json"), merge
+
+    def merge(
+        self, state: ScanState, tail: str, fragment: str, head: str
+    ) -> tuple[ScanState, Merge]:
+        scan, merge = getattr(self.module, f"merge_{self.name}")(self._load(state), tail, fragment)
+        return scan.model_dump(mode="json"), merge
+
+    def close(self, state: ScanState) -> tuple[int, str] | None:
+        result: tuple[int, str] = getattr(self.module, f"close_{self.name}")(self._load(state))
+        return result
+
+    def records(self, state: ScanState) -> int:
+        return int(state["records"])
+
+    def complete(self, state: ScanState) -> bool:
+        return False
+
+    def element_start(self, state: ScanState) -> int | None:
+        return None
+
+
+STITCHERS: dict[OutputFormat, Stitcher] = {
+    OutputFormat.JSON: JsonStitcher(),
+    OutputFormat.CSV: _ModelStitcher(csv_stitch, "csv"),
+    OutputFormat.MARKDOWN: _ModelStitcher(markdown_stitch, "markdown"),
+    OutputFormat.TEXT: _ModelStitcher(text_stitch, "text"),
+}
+
+_FENCE_TAG = re.compile(r"\s*(?:```|~~~)[ \t]*([A-Za-z]+)")
+_MARKDOWN_LINE = re.compile(r"^(?:#{1,6} |[-*+] |\d+[.)] |> |\|.*\||```|~~~)", re.MULTILINE)
+_TAGS = {
+    "json": OutputFormat.JSON,
+    "csv": OutputFormat.CSV,
+    "markdown": OutputFormat.MARKDOWN,
+    "md": OutputFormat.MARKDOWN,
+    "text": OutputFormat.TEXT,
+    "txt": OutputFormat.TEXT,
+}
+
+
+def detect_format(fragment: str) -> OutputFormat:
+    """Guess the format of a first fragment (``auto``); the guess is then fixed.
+
+    A fence tag decides; then JSON when the payload opens an object or array that scans;
+    CSV when the first lines split into the same number (>1) of comma-separated fields;
+    Markdown when a line starts like a heading, list, quote, table or fence; else text.
+    """
+    text, _ = clean_text(fragment)
+    tag = _FENCE_TAG.match(text)
+    if tag is not None and tag.group(1).lower() in _TAGS:
+        return _TAGS[tag.group(1).lower()]
+    body, _ = strip_wrapper_fence(text)
+    stripped = body.lstrip()
+    if stripped[:1] in ("{", "["):
+        scan = JsonScanner().feed(stripped)
+        if scan.error is None or scan.error.at > 16:
+            return OutputFormat.JSON
+    if _looks_like_csv(body):
+        return OutputFormat.CSV
+    if _MARKDOWN_LINE.search(body):
+        return OutputFormat.MARKDOWN
+    return OutputFormat.TEXT
+
+
+def _looks_like_csv(text: str) -> bool:
+    lines = [line for line in text.splitlines()[:6] if line.strip()]
+    if len(lines) < 2:
+        return False
+    counts = {line.count(",") for line in lines[:-1]}  # the last line may be cut
+    return len(counts) == 1 and counts.pop() >= 1 and not lines[0].lstrip().startswith("#")

@@ -1,0 +1,187 @@
+"""The job spec a producer sends, and the provider-neutral record of one model reply.
+
+These are the public, versioned contract: a producer in any language sends a ``JobSpec``
+as JSON. Every model forbids unknown fields, so a typo is an error that names the field
+rather than a setting silently ignored.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
+
+SPEC_VERSION = 1
+
+
+class OutputFormat(StrEnum):
+    JSON = "json"
+    CSV = "csv"
+    MARKDOWN = "markdown"
+    TEXT = "text"
+    AUTO = "auto"
+
+
+class OnFailure(StrEnum):
+    RETURN_PARTIAL = "return_partial"
+    RAISE_ERROR = "raise_error"
+
+
+class FinishReason(StrEnum):
+    """Why a model stopped, normalised across providers (SPEC 2.7)."""
+
+    STOP = "stop"  # done
+    LENGTH = "length"  # cut by the output limit: continue
+    TOOL_CALLS = "tool_calls"  # done, no continuation
+    CONTENT_FILTER = "content_filter"  # stop, partial result with a warning
+    INCOMPLETE = "incomplete"  # network/timeout: continue or retry
+    ERROR = "error"  # retry with backoff, then fail
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _positive(name: str, value: int) -> int:
+    if value <= 0:
+        raise ValueError(f"{name} must be positive")
+    return value
+
+
+class ContinuationConfig(_Strict):
+    """How hard to try, and what to do when trying fails (SPEC 2.6)."""
+
+    max_attempts: int = Field(10, description="Most model calls for one job (continuations included).")
+    on_failure: OnFailure = OnFailure.RETURN_PARTIAL
+    max_merge_failures: int = Field(3, description="Consecutive failed merges before falling back.")
+    context_budget_chars: int = Field(2000, description="Characters of structure shown in the prompt.")
+    stall_limit: int = Field(3, description="Iterations without progress before the job stalls.")
+    overlap_chars: int = Field(200, description="Characters of the cut the model is asked to repeat.")
+    format: OutputFormat | None = None
+
+    @field_validator(
+        "max_attempts", "max_merge_failures", "stall_limit", "overlap_chars", "context_budget_chars"
+    )
+    @classmethod
+    def _must_be_positive(cls, value: int, info: Any) -> int:
+        return _positive(info.field_name, value)
+
+
+class ValidationOptions(_Strict):
+    """Checks on the final JSON output (seed 001)."""
+
+    json_schema: dict[str, JsonValue] | None = None
+    item_schema: dict[str, JsonValue] | None = Field(
+        None, description="Schema of each item of the top-level array (or `items_key` array)."
+    )
+    items_key: str | None = Field(None, description="Key of the array the item schema applies to.")
+    max_repair_attempts: int = Field(
+        2, description="0: skip validation; 1: validate, no retry; N: up to N-1 repair calls."
+    )
+
+    @field_validator("max_repair_attempts")
+    @classmethod
+    def _not_negative(cls, value: int) -> int:
+        if value < 0:
+            raise ValueError("max_repair_attempts must not be negative")
+        return value
+
+    @field_validator("json_schema", "item_schema")
+    @classmethod
+    def _valid_schema(cls, value: dict[str, JsonValue] | None) -> dict[str, JsonValue] | None:
+        if value is not None:
+            from jsonschema import Draft202012Validator, SchemaError
+
+            try:
+                Draft202012Validator.check_schema(value)
+            except SchemaError as exc:
+                raise ValueError(f"not a valid JSON Schema: {exc.message}") from None
+        return value
+
+
+class Message(_Strict):
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class JobSpec(_Strict):
+    """One generation job: what to ask, of whom, in which format, and how hard to try."""
+
+    version: Literal[1] = SPEC_VERSION
+    job_id: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$",
+        description="Client-chosen id; submitting the same id twice creates one job.",
+    )
+    prompt: str | None = None
+    messages: list[Message] | None = None
+    format: OutputFormat | None = None
+    providers: list[str] = Field(
+        default_factory=list,
+        description="Provider profiles in order of preference; empty: the worker's default.",
+    )
+    model: str | None = None
+    max_output_tokens: int = 4096
+    continuation: ContinuationConfig = Field(default_factory=ContinuationConfig)
+    validation: ValidationOptions = Field(default_factory=ValidationOptions)
+    metadata: dict[str, JsonValue] = Field(default_factory=dict)
+
+    @field_validator("providers", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+    @field_validator("max_output_tokens")
+    @classmethod
+    def _tokens_positive(cls, value: int) -> int:
+        return _positive("max_output_tokens", value)
+
+    @model_validator(mode="after")
+    def _check(self) -> JobSpec:
+        if (self.prompt is None) == (self.messages is None):
+            raise ValueError("give exactly one of prompt or messages")
+        if self.prompt is not None and not self.prompt.strip():
+            raise ValueError("prompt must not be empty")
+        if self.messages is not None and not any(m.role == "user" for m in self.messages):
+            raise ValueError("messages must include a user message")
+        cfg = self.continuation.format
+        if self.format is not None and cfg is not None and cfg != self.format:
+            raise ValueError("format and continuation.format disagree")
+        wants_json = self.output_format in (OutputFormat.JSON, OutputFormat.AUTO)
+        has_schema = self.validation.json_schema or self.validation.item_schema
+        if has_schema and not wants_json:
+            raise ValueError("validation schemas apply to JSON output only")
+        return self
+
+    @property
+    def output_format(self) -> OutputFormat:
+        return self.format or self.continuation.format or OutputFormat.AUTO
+
+    def conversation(self) -> list[Message]:
+        """The first request's messages."""
+        if self.messages is not None:
+            return list(self.messages)
+        return [Message(role="user", content=self.prompt or "")]
+
+
+class Usage(_Strict):
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class ProviderResponse(_Strict):
+    """One model reply, whatever the provider (SPEC 2.7).
+
+    ``finish_reason`` None means the provider gave none: the reply is malformed.
+    """
+
+    text: str = ""
+    finish_reason: FinishReason | None = None
+    usage: Usage = Field(default_factory=Usage)
+    provider: str = ""
+    model: str = ""
+    response_id: str | None = None
+    incomplete_details: dict[str, JsonValue] | None = None
+    cost: float = 0.0
+    error: str | None = None

@@ -1,0 +1,53 @@
+"""The model's own progress estimate, and stall detection (SPEC 2.4, seed 003).
+
+Each continuation prompt asks the model to put a marker line ``[[progress: NN%]]`` (the
+share of the whole document delivered before this reply) outside the payload. The prompt
+asks for it on the first line: a reply cut by the output limit loses its last line, so a
+marker requested at the end would only ever arrive with the final reply. A marker on the
+first or the last line is stripped before merging.
+
+A job stalls when, for ``stall_limit`` consecutive iterations, the reported progress goes
+down or moves by less than one point; without markers, when no new text is merged.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+MARKER_TEMPLATE = "[[progress: NN%]]"
+_MARKER = re.compile(r"[ \t]*\[\[\s*progress\s*:\s*(\d{1,3})(?:\.\d+)?\s*%?\s*\]\][ \t]*")
+
+
+def split_marker(text: str) -> tuple[str, int | None]:
+    """Remove a progress marker from the first or last line; return text and percent."""
+    first_end = text.find("\n")
+    first = text if first_end < 0 else text[:first_end]
+    m = _MARKER.fullmatch(first)
+    if m is not None:
+        rest = "" if first_end < 0 else text[first_end + 1 :]
+        return rest, min(int(m.group(1)), 100)
+    last_start = text.rfind("\n")
+    if last_start >= 0:
+        m = _MARKER.fullmatch(text[last_start + 1 :].rstrip("\r"))
+        if m is not None:
+            return text[:last_start], min(int(m.group(1)), 100)
+    return text, None
+
+
+@dataclass(frozen=True, slots=True)
+class Stall:
+    """Progress bookkeeping carried between iterations."""
+
+    last_percent: int | None = None
+    count: int = 0
+
+    def update(self, percent: int | None, appended: int) -> Stall:
+        """Account for one iteration that appended ``appended`` characters."""
+        if percent is not None:
+            moved = self.last_percent is None or percent - self.last_percent >= 1
+            return Stall(percent, 0 if moved and appended > 0 else self.count + 1)
+        return Stall(self.last_percent, 0 if appended > 0 else self.count + 1)
+
+    def stalled(self, limit: int) -> bool:
+        return self.count >= limit

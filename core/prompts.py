@@ -1,0 +1,146 @@
+"""Continuation and repair prompts (seed 000 step 1, seed 003, seed 004).
+
+A continuation request is the job's original conversation plus one user turn that says
+what was delivered, shows the structure at the cut (budgeted), asks for the progress
+marker, and gives the exact text to repeat. The repeat block is delimited so that a model,
+or the simulator, can find it: ``<<<REPEAT`` on its own line, the text, ``REPEAT>>>``.
+"""
+
+from __future__ import annotations
+
+import json
+
+from core.budget import render_budgeted
+from core.json_scan import JsonScanner
+from core.models import JobSpec, Message, OutputFormat
+from core.progress import MARKER_TEMPLATE
+
+REPEAT_OPEN = "<<<REPEAT\n"
+REPEAT_CLOSE = "\nREPEAT>>>"
+CONTEXT_OPEN = "<<<CONTEXT\n"
+CONTEXT_CLOSE = "\nCONTEXT>>>"
+
+_WHAT = {
+    OutputFormat.JSON: "Continue the JSON document exactly where it was cut. Output only JSON "
+    "text: no code fences, no explanations, do not start the document again.",
+    OutputFormat.CSV: "Continue the CSV data exactly where it was cut, with the same columns. "
+    "Do not repeat the header row. Output only CSV rows: no code fences, no explanations.",
+    OutputFormat.MARKDOWN: "Continue the Markdown document exactly where it was cut, keeping "
+    "its structure. Output only the document: no explanations, do not start it again.",
+    OutputFormat.TEXT: "Continue the text exactly where it was cut. Output only the text: "
+    "no explanations, do not start it again.",
+}
+
+
+def overlap_context(tail: str, size: int, element_start: int | None = None) -> str:
+    """The end of the cut text the model is asked to repeat.
+
+    About ``size`` characters, reaching back to the start of the cut element when that is
+    not far (``element_start`` is an offset into ``tail``), and starting at a line start
+    when one is near, so the repeat begins somewhere a model would begin.
+    """
+    if len(tail) <= size:
+        return tail
+    start = len(tail) - size
+    if element_start is not None and len(tail) - 3 * size <= element_start < start:
+        start = element_start
+    newline = tail.find("\n", start, start + size // 3)
+    if newline >= 0:
+        start = newline + 1
+    return tail[start:]
+
+
+def json_path(scan: JsonScanner) -> str:
+    """Where the cut is, as a JSONPath-like string: ``$.items[41].name``."""
+    parts = ["$"]
+    for frame in scan.frames[1:]:
+        label = frame.label
+        parts.append(f"[{label}]" if isinstance(label, int) else f".{label}")
+    if scan.frames:
+        top = scan.frames[-1]
+        if top.kind == "[":
+            parts.append(f"[{top.count}]")
+        elif top.key is not None:
+            parts.append(f".{top.key}")
+    return "".join(parts)
+
+
+def json_window(scan: JsonScanner, tail: str) -> str:
+    """A cut JSON text for the budgeted context, when only the tail is at hand.
+
+    The containers opened before the tail are re-opened from the scanner's path (their
+    keys are known), then the tail continues from the start of the innermost one's
+    current member, so the renderer sees the path to the root and the cut's neighbours.
+    """
+    tail_start = scan.length - len(tail)
+    if tail_start <= 0:
+        return tail
+    frames = scan.frames
+    outer = [i for i, f in enumerate(frames) if f.open_at < tail_start]
+    if not outer:
+        return tail
+    k = outer[-1]
+    parts: list[str] = []
+    for i in range(k + 1):
+        if i > 0 and frames[i - 1].kind == "{":
+            parts.append(json.dumps(frames[i].label) + ": ")
+        parts.append(frames[i].kind)
+    if k + 1 < len(frames):
+        child = frames[k + 1]
+        if frames[k].kind == "{":
+            parts.append(json.dumps(child.label) + ": ")
+        return "".join(parts) + tail[child.open_at - tail_start :]
+    if frames[k].safe < tail_start:
+        return "".join(parts)
+    rest = tail[frames[k].safe - tail_start :].lstrip()
+    return "".join(parts) + rest.removeprefix(",").lstrip()
+
+
+def json_prompt_context(scan: JsonScanner, tail: str, budget: int) -> str:
+    """The budgeted hierarchy context of seed 004 (the cut text if rendering fails)."""
+    window = json_window(scan, tail)
+    try:
+        return render_budgeted(window, budget)
+    except ValueError:
+        return window[-budget:]
+
+
+def continuation_messages(
+    spec: JobSpec,
+    fmt: OutputFormat,
+    *,
+    overlap: str,
+    context: str,
+    delivered: str,
+) -> list[Message]:
+    """The next request: the original conversation plus the continuation instructions."""
+    lines = [
+        "Your previous answer was cut off by the output limit.",
+        _WHAT.get(fmt, _WHAT[OutputFormat.TEXT]),
+        "",
+        f"Delivered so far: {delivered}.",
+    ]
+    if context:
+        lines += ["", "The document around the cut:", CONTEXT_OPEN + context + CONTEXT_CLOSE]
+    lines += [
+        "",
+        f"Start your answer with the line {MARKER_TEMPLATE}, where NN is your estimate of how "
+        "much of the whole document (in percent) was delivered before this answer.",
+        "Then repeat exactly the text between the REPEAT markers below and continue right "
+        "after its end:",
+        REPEAT_OPEN + overlap + REPEAT_CLOSE,
+    ]
+    return [*spec.conversation(), Message(role="user", content="\n".join(lines))]
+
+
+def repair_messages(spec: JobSpec, output: str, error: str) -> list[Message]:
+    """Seed 001's one-shot repair: the failed output and its exact error fed back."""
+    return [
+        *spec.conversation(),
+        Message(role="assistant", content=output),
+        Message(
+            role="user",
+            content=f"Your previous output had an error: {error}\n"
+            "Please fix the JSON and try again. Output ONLY the corrected JSON.",
+        ),
+    ]

@@ -1,0 +1,145 @@
+"""What travels between iterations, and what the engine decides (SPEC 2.6).
+
+``JobState`` is versioned and JSON-serialisable, and its size does not grow with the
+output: the accumulated text lives elsewhere (appended per iteration) and the state keeps
+only its length, its first characters and a bounded tail. The decisions are values; the
+layer that runs the job applies them (append, call the model again, finish).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+from core.models import JobSpec, Message, OutputFormat
+
+STATE_VERSION = 1
+#: Characters of the accumulated text kept in the state: enough to find any overlap a
+#: reply can repeat (a reply is at most a few tens of thousands of characters).
+TAIL_CHARS = 65536
+HEAD_CHARS = 256
+MAX_WARNINGS = 200
+
+
+class OutputRef(BaseModel):
+    """A presentable output, by reference: ``accumulated[:prefix] + suffix``."""
+
+    model_config = ConfigDict(frozen=True)
+    prefix: int
+    suffix: str = ""
+
+
+class Served(BaseModel):
+    iteration: int
+    provider: str
+    model: str
+
+
+class ContinuationMetadata(BaseModel):
+    """Carried on every result (SPEC 2.6, seed 002)."""
+
+    was_continued: bool = False
+    continuation_count: int = 0
+    total_input_tokens: int = 0
+    total_output_tokens: int = 0
+    merge_strategy_used: str | None = None
+    merge_success: bool = True
+    merge_failures: int = 0
+    chunk_sizes: list[int] = Field(default_factory=list)
+    chunk_chars: list[int] = Field(default_factory=list)
+    final_record_count: int = 0
+    truncation_points: list[str] = Field(default_factory=list)
+    total_cost_estimate: float = 0.0
+    finish_reasons: list[str | None] = Field(default_factory=list)
+    incomplete_details: list[dict[str, JsonValue] | None] = Field(default_factory=list)
+    progress_reported: list[int | None] = Field(default_factory=list)
+    fallback_used: bool = False
+    fallback_reason: str | None = None
+    validation_errors: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    warnings_dropped: int = 0
+    served_by: list[Served] = Field(default_factory=list)
+
+    def warn(self, *messages: str) -> None:
+        for message in messages:
+            if len(self.warnings) < MAX_WARNINGS:
+                self.warnings.append(message)
+            else:
+                self.warnings_dropped += 1
+
+
+class JobState(BaseModel):
+    """Everything the next iteration needs, except the accumulated text itself."""
+
+    version: Literal[1] = STATE_VERSION
+    spec: JobSpec
+    format: OutputFormat
+    iteration: int = 0
+    phase: Literal["generate", "repair"] = "generate"
+    length: int = 0
+    head: str = ""
+    tail: str = ""
+    scan: dict[str, Any] | None = None
+    fallback: OutputRef | None = None
+    merge_failures: int = 0
+    stall_percent: int | None = None
+    stall_count: int = 0
+    repairs: int = 0
+    overlap: str = ""
+    messages: list[Message]
+    metadata: ContinuationMetadata = Field(default_factory=ContinuationMetadata)
+
+    def appended(self, text: str) -> dict[str, Any]:
+        """Field updates for appending ``text`` to the accumulated output."""
+        head = self.head if len(self.head) >= HEAD_CHARS else (self.head + text)[:HEAD_CHARS]
+        tail = (self.tail + text)[-TAIL_CHARS:] if text else self.tail
+        return {"length": self.length + len(text), "head": head, "tail": tail}
+
+
+@dataclass(frozen=True, slots=True)
+class Continue:
+    """Append ``append``, then call the model with ``messages``."""
+
+    messages: list[Message]
+    append: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """Nothing to append; call the model again with ``messages`` (after a backoff)."""
+
+    messages: list[Message]
+    reason: str
+    backoff: bool = False
+    append: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """Append ``append`` (or, with ``replace``, replace everything by it); the job is done.
+
+    With ``review``, the runner passes the whole output to ``core.review`` first, which
+    validates it and may ask for a repair.
+    """
+
+    output: OutputRef
+    append: str = ""
+    replace: bool = False
+    review: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Fallback:
+    """Stop: keep ``output`` (the last valid part, None when there is none) as a partial
+    result, or fail the job when ``failed``."""
+
+    output: OutputRef | None
+    reason: str
+    append: str = ""
+    failed: bool = False
+
+
+Decision = Continue | Retry | Finish | Fallback
