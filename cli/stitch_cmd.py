@@ -40,8 +40,11 @@ def _read(path: Path) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        print(f"continuum stitch: {path}: not UTF-8 ({exc.reason} at byte {exc.start}); "
-              "invalid bytes replaced", file=sys.stderr)
+        print(
+            f"continuum stitch: {path}: not UTF-8 ({exc.reason} at byte {exc.start}); "
+            "invalid bytes replaced",
+            file=sys.stderr,
+        )
         return data.decode("utf-8", errors="replace")
 
 
@@ -58,8 +61,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     result = stitch(fragments, args.format)
     for index in result.failed:
-        print(f"continuum stitch: fragment {index + 1} ({args.files[index]}) could not be merged",
-              file=sys.stderr)
+        print(
+            f"continuum stitch: fragment {index + 1} ({args.files[index]}) could not be merged",
+            file=sys.stderr,
+        )
     for warning in result.warnings:
         print(f"continuum stitch: {warning}", file=sys.stderr)
     if args.complete:

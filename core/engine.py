@@ -19,6 +19,7 @@ from core.json_scan import JsonScanner
 from core.models import FinishReason, JobSpec, OnFailure, OutputFormat, ProviderResponse
 from core.progress import Stall, split_marker
 from core.prompts import continuation_messages, json_path, json_prompt_context, overlap_context
+from core.repair import advance_repair
 from core.state import Continue, Decision, Fallback, Finish, JobState, OutputRef, Retry, Served
 
 _DONE = (FinishReason.STOP, FinishReason.TOOL_CALLS)
@@ -35,8 +36,6 @@ def advance(state: JobState, response: ProviderResponse) -> tuple[JobState, Deci
     s.iteration += 1
     _account(s, response)
     if s.phase == "repair":
-        from core.repair import advance_repair
-
         return advance_repair(s, response)
     reason = response.finish_reason
     if reason is None:
@@ -45,7 +44,7 @@ def advance(state: JobState, response: ProviderResponse) -> tuple[JobState, Deci
         return _failure(s, f"the provider reported an error: {response.error}", backoff=True)
     text, percent = split_marker(response.text)
     s.metadata.progress_reported.append(percent)
-    if not text.strip() and s.length == 0 or not text and reason not in _DONE:
+    if (not text.strip() and s.length == 0) or (not text and reason not in _DONE):
         if reason is FinishReason.CONTENT_FILTER:
             return s, _fallback(s, "the provider's content filter stopped the reply")
         return _failure(s, "the reply is empty")
@@ -91,8 +90,10 @@ def _decide(
     if reason in _DONE:
         if s.format is not OutputFormat.JSON:
             return Finish(output=OutputRef(prefix=s.length), append=appended)
-        s.metadata.warn(f"iteration {s.iteration}: the model said it had finished, "
-                        "but the JSON is not complete: continuing")
+        s.metadata.warn(
+            f"iteration {s.iteration}: the model said it had finished, "
+            "but the JSON is not complete: continuing"
+        )
     if s.iteration > 1:
         stall = Stall(s.stall_percent, s.stall_count).update(percent, len(appended))
         s.stall_percent, s.stall_count = stall.last_percent, stall.count
@@ -116,7 +117,9 @@ def _prepare_next(s: JobState, stitcher: Stitcher) -> None:
     rel = None if element is None else element - tail_start
     s.overlap = overlap_context(s.tail, cfg.overlap_chars, rel)
     if s.format is OutputFormat.JSON:
-        context = json_prompt_context(JsonScanner.from_dict(s.scan), s.tail, cfg.context_budget_chars)
+        context = json_prompt_context(
+            JsonScanner.from_dict(s.scan), s.tail, cfg.context_budget_chars
+        )
     elif s.format is OutputFormat.CSV:
         header = s.head.split("\n", 1)[0]
         context = f"(header) {header}\n...\n" + _last_lines(s.tail, cfg.context_budget_chars)
@@ -164,10 +167,14 @@ def _account(s: JobState, response: ProviderResponse) -> None:
     meta.total_output_tokens += response.usage.output_tokens
     meta.total_cost_estimate += response.cost
     meta.chunk_sizes.append(response.usage.output_tokens)
-    meta.finish_reasons.append(None if response.finish_reason is None else response.finish_reason.value)
+    meta.finish_reasons.append(
+        None if response.finish_reason is None else response.finish_reason.value
+    )
     meta.incomplete_details.append(response.incomplete_details)
     if response.provider or response.model:
-        meta.served_by.append(Served(iteration=s.iteration, provider=response.provider, model=response.model))
+        meta.served_by.append(
+            Served(iteration=s.iteration, provider=response.provider, model=response.model)
+        )
 
 
 def _failure(s: JobState, why: str, *, backoff: bool = False) -> tuple[JobState, Decision]:

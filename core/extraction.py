@@ -51,9 +51,9 @@ def find_json_start(text: str) -> tuple[int, list[str]]:
     code fence or the first line that opens an object or array marks the start.
     """
     stripped = len(text) - len(text.lstrip())
-    if stripped < len(text) and text[stripped] in "[{\"-0123456789tfn":
+    if stripped < len(text) and text[stripped] in '[{"-0123456789tfn':
         head = text[stripped:]
-        if head[0] in "[{\"-0123456789" or head.startswith(("true", "false", "null")):
+        if head[0] in '[{"-0123456789' or head.startswith(("true", "false", "null")):
             return stripped, []
     fence = re.search(r"(```|~~~)[ \t]*[A-Za-z0-9_+-]*[ \t]*\r?\n", text)
     line = _JSON_LINE_START.search(text)

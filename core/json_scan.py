@@ -29,9 +29,7 @@ _PARTIAL_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{0,3})?\Z")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _NUMBER_PREFIX = re.compile(r"-?(?:0|[1-9][0-9]*)?(?:\.[0-9]*)?(?:[eE][+-]?[0-9]*)?\Z")
 _STRING = r'"[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*"'
-_SCALAR = (
-    rf"(?:{_STRING}|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null)"
-)
+_SCALAR = rf"(?:{_STRING}|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null)"
 # Runs of complete scalar members followed by a comma, matched in one C call. The empty
 # group records where the last scalar ended (Python keeps a repeated group's last match).
 _ARRAY_RUN = re.compile(rf"(?:[ \t\n\r]*{_SCALAR}()[ \t\n\r]*,)*")
@@ -43,6 +41,7 @@ _CLOSER = {"{": "}", "[": "]"}
 _MAX_CARRY = 4096
 #: Longest nested value the C scanner is asked to validate in one call.
 _SWALLOW_WINDOW = 8192
+_ANCHOR_SPAN = 2048
 
 
 def _always(m: re.Match[str] | None) -> re.Match[str]:
@@ -88,6 +87,16 @@ class Frame:
     count: int = 0  # complete members so far
     safe: int = 0  # offset just after the last complete member (or the bracket)
     key: str | None = None  # objects: the key whose value comes next
+    # Earlier member boundaries, trailing ``safe`` by about _ANCHOR_SPAN characters: where
+    # a prompt excerpt can start to show the cut's recent siblings. Hints only: where they
+    # fall depends on how the text was chunked.
+    near: int = 0
+    far: int = 0
+
+    def advance_safe(self, end: int) -> None:
+        if end - self.near > _ANCHOR_SPAN:
+            self.far, self.near = self.near, self.safe
+        self.safe = end
 
 
 @dataclass(slots=True)
@@ -105,6 +114,7 @@ class JsonScanner:
     """
 
     __slots__ = (
+        "_swallowed",
         "carry",
         "carry_kind",
         "done_at",
@@ -116,7 +126,6 @@ class JsonScanner:
         "records_depth",
         "root_started",
         "string_at",
-        "_swallowed",
         "trailing_at",
     )
 
@@ -140,7 +149,8 @@ class JsonScanner:
         other = JsonScanner.__new__(JsonScanner)
         other.length = self.length
         other.frames = [
-            Frame(f.kind, f.open_at, f.label, f.count, f.safe, f.key) for f in self.frames
+            Frame(f.kind, f.open_at, f.label, f.count, f.safe, f.key, f.near, f.far)
+            for f in self.frames
         ]
         other.phase = self.phase
         other.carry = self.carry
@@ -158,7 +168,10 @@ class JsonScanner:
         """A small JSON-serialisable snapshot (size grows with depth, not with length)."""
         return {
             "length": self.length,
-            "frames": [[f.kind, f.open_at, f.label, f.count, f.safe, f.key] for f in self.frames],
+            "frames": [
+                [f.kind, f.open_at, f.label, f.count, f.safe, f.key, f.near, f.far]
+                for f in self.frames
+            ],
             "phase": int(self.phase),
             "carry": self.carry,
             "carry_kind": int(self.carry_kind),
@@ -252,7 +265,7 @@ class JsonScanner:
             return
         f = self.frames[-1]
         f.count += 1
-        f.safe = end
+        f.advance_safe(end)
         f.key = None
         self.phase = Phase.AFTER
 
@@ -279,7 +292,7 @@ class JsonScanner:
                         # Commas outside strings in the run = members completed by it.
                         run = _STRINGS.sub("", s[pos : m.end()])
                         f.count += run.count(",")
-                        f.safe = base + m.end(1)
+                        f.advance_safe(base + m.end(1))
                         pos = m.end()
                 elif c == _CLOSER[f.kind]:
                     self._pop()
@@ -369,14 +382,15 @@ class JsonScanner:
             label: str | int | None = None
             if parent is not None:
                 label = parent.key if parent.kind == "{" else parent.count
-            self.frames.append(Frame(c, base + pos, label, 0, base + pos + 1))
+            at = base + pos + 1
+            self.frames.append(Frame(c, base + pos, label, 0, at, None, at, at))
             self.phase = Phase.VALUE_OR_CLOSE if c == "[" else Phase.KEY_OR_CLOSE
             if c == "[":
                 m = _always(_ARRAY_RUN.match(s, pos + 1))
                 if m.end() > pos + 1:
                     f = self.frames[-1]
                     f.count = _STRINGS.sub("", s[pos + 1 : m.end()]).count(",")
-                    f.safe = base + m.end(1)
+                    f.advance_safe(base + m.end(1))
                     self.phase = Phase.VALUE
                     return m.end()
             return pos + 1

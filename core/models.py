@@ -10,6 +10,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, Literal
 
+from jsonschema import Draft202012Validator, SchemaError
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
 SPEC_VERSION = 1
@@ -52,12 +53,18 @@ def _positive(name: str, value: int) -> int:
 class ContinuationConfig(_Strict):
     """How hard to try, and what to do when trying fails (SPEC 2.6)."""
 
-    max_attempts: int = Field(10, description="Most model calls for one job (continuations included).")
+    max_attempts: int = Field(
+        10, description="Most model calls for one job (continuations included)."
+    )
     on_failure: OnFailure = OnFailure.RETURN_PARTIAL
     max_merge_failures: int = Field(3, description="Consecutive failed merges before falling back.")
-    context_budget_chars: int = Field(2000, description="Characters of structure shown in the prompt.")
+    context_budget_chars: int = Field(
+        2000, description="Characters of structure shown in the prompt."
+    )
     stall_limit: int = Field(3, description="Iterations without progress before the job stalls.")
-    overlap_chars: int = Field(200, description="Characters of the cut the model is asked to repeat.")
+    overlap_chars: int = Field(
+        200, description="Characters of the cut the model is asked to repeat."
+    )
     format: OutputFormat | None = None
 
     @field_validator(
@@ -91,8 +98,6 @@ class ValidationOptions(_Strict):
     @classmethod
     def _valid_schema(cls, value: dict[str, JsonValue] | None) -> dict[str, JsonValue] | None:
         if value is not None:
-            from jsonschema import Draft202012Validator, SchemaError
-
             try:
                 Draft202012Validator.check_schema(value)
             except SchemaError as exc:

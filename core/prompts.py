@@ -85,15 +85,18 @@ def json_window(scan: JsonScanner, tail: str) -> str:
         if i > 0 and frames[i - 1].kind == "{":
             parts.append(json.dumps(frames[i].label) + ": ")
         parts.append(frames[i].kind)
+    frame = frames[k]
+    # Start at a recent member boundary of that container, to show the cut's siblings.
+    resume = next((a for a in (frame.far, frame.near, frame.safe) if a >= tail_start), None)
+    if resume is not None:
+        rest = tail[resume - tail_start :].lstrip()
+        return "".join(parts) + rest.removeprefix(",").lstrip()
     if k + 1 < len(frames):
         child = frames[k + 1]
-        if frames[k].kind == "{":
+        if frame.kind == "{":
             parts.append(json.dumps(child.label) + ": ")
         return "".join(parts) + tail[child.open_at - tail_start :]
-    if frames[k].safe < tail_start:
-        return "".join(parts)
-    rest = tail[frames[k].safe - tail_start :].lstrip()
-    return "".join(parts) + rest.removeprefix(",").lstrip()
+    return "".join(parts)
 
 
 def json_prompt_context(scan: JsonScanner, tail: str, budget: int) -> str:

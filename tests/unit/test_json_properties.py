@@ -36,9 +36,12 @@ def other_reading(acc: str, content: str, repeat: int) -> bool:
     cacc, ccontent = compact(acc), compact(content)
     crepeat = len(compact(content[:repeat]))
     top = min(len(cacc), len(ccontent))
-    return any(
-        ccontent[:k] == cacc[-k:] for k in range(STRONG, top + 1) if k != crepeat
-    ) or ccontent.startswith(compact(acc[:64])) and len(compact(acc[:64])) >= MIN_OVERLAP and repeat < len(acc)
+    return (
+        any(ccontent[:k] == cacc[-k:] for k in range(STRONG, top + 1) if k != crepeat)
+        or (ccontent.startswith(compact(acc[:64]))
+        and len(compact(acc[:64])) >= MIN_OVERLAP
+        and repeat < len(acc))
+    )
 
 
 scalars = (
@@ -51,8 +54,9 @@ scalars = (
 )
 documents = st.recursive(
     scalars,
-    lambda children: st.lists(children, max_size=6)
-    | st.dictionaries(st.text(max_size=8), children, max_size=6),
+    lambda children: (
+        st.lists(children, max_size=6) | st.dictionaries(st.text(max_size=8), children, max_size=6)
+    ),
     max_leaves=40,
 ).filter(lambda v: isinstance(v, (dict, list)) and len(json.dumps(v)) >= 40)
 
@@ -60,7 +64,9 @@ documents = st.recursive(
 @st.composite
 def fragmented(draw: st.DrawFn) -> tuple[object, list[str]]:
     value = draw(documents)
-    doc = json.dumps(value, indent=draw(st.sampled_from([None, 2])), ensure_ascii=draw(st.booleans()))
+    doc = json.dumps(
+        value, indent=draw(st.sampled_from([None, 2])), ensure_ascii=draw(st.booleans())
+    )
     cuts = sorted(set(draw(st.lists(st.integers(1, len(doc) - 1), min_size=1, max_size=19))))
     fragments = [doc[: cuts[0]]]
     prev = cuts[0]
@@ -78,8 +84,12 @@ def fragmented(draw: st.DrawFn) -> tuple[object, list[str]]:
             continue  # every reading of this seam is ambiguous: move on to the next cut
         fragment = content
         if repeat and draw(st.integers(0, 9)) < 3:
-            reindented = re.sub(r"\n( *)", lambda m: "\n" + " " * (2 * len(m.group(1)) + 1), content[:repeat])
-            if len(compact(reindented)) >= STRONG and not other_reading(acc, reindented + doc[prev:cut], -1):
+            reindented = re.sub(
+                r"\n( *)", lambda m: "\n" + " " * (2 * len(m.group(1)) + 1), content[:repeat]
+            )
+            if len(compact(reindented)) >= STRONG and not other_reading(
+                acc, reindented + doc[prev:cut], -1
+            ):
                 fragment = reindented + doc[prev:cut]
         if repeat and draw(st.integers(0, 9)) < 2:
             fragment = "Here is the continuation:\n" + fragment

@@ -113,14 +113,22 @@ def test_state_is_small_and_round_trips() -> None:
     assert JsonScanner.from_dict(json.loads(json.dumps(snapshot))).to_dict() == snapshot
 
 
+def without_anchors(snapshot: dict[str, object]) -> dict[str, object]:
+    """Anchors are excerpt hints whose place depends on chunking; the rest must not."""
+    frames = snapshot["frames"]
+    assert isinstance(frames, list)
+    return {**snapshot, "frames": [f[:6] for f in frames]}
+
+
 json_values = st.recursive(
     st.none()
     | st.booleans()
     | st.integers(-(10**20), 10**20)
     | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=12),
-    lambda children: st.lists(children, max_size=5)
-    | st.dictionaries(st.text(max_size=6), children, max_size=5),
+    lambda children: (
+        st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=6), children, max_size=5)
+    ),
     max_leaves=30,
 )
 
@@ -148,7 +156,7 @@ def test_every_cut_closes_to_valid_json_and_chunks_do_not_matter(
     for bound in [*bounds, len(text)]:
         chunked.feed(text[start:bound])
         start = bound
-    assert chunked.to_dict() == whole.to_dict()
+    assert without_anchors(chunked.to_dict()) == without_anchors(whole.to_dict())
     result = whole.close()
     if result is not None:
         json.loads(text[: result[0]] + result[1])

@@ -85,7 +85,7 @@ def test_whitespace_inside_strings_is_content() -> None:
 
 def test_restart_covering_everything_received_continues() -> None:
     """A reply that starts the document again but goes further adds only the new part."""
-    text, warnings, errors = stitch_all([DOC[:150], DOC[:400], DOC[380:]])
+    text, _, errors = stitch_all([DOC[:150], DOC[:400], DOC[380:]])
     assert errors == [None, None] and value_of(text) == value_of(DOC)
 
 
@@ -119,7 +119,7 @@ def test_first_fragment_with_prose_fence_bom_and_nul() -> None:
 
 def test_lone_surrogates_are_removed_with_a_warning() -> None:
     """Invalid surrogates from a broken encoder are removed, never passed on."""
-    text, warnings, errors = stitch_all(['{"a": "x\ud800y", "b"', ': 1}'])
+    text, warnings, errors = stitch_all(['{"a": "x\ud800y", "b"', ": 1}"])
     assert errors == [None] and value_of(text) == {"a": "xy", "b": 1}
     assert any("surrogate" in w for w in warnings)
 
@@ -136,7 +136,7 @@ def test_lone_surrogates_are_removed_with_a_warning() -> None:
         ('{"t": tr', "ue}", {"t": True}),
         ('{"long_key', '_name": null}', {"long_key_name": None}),
         # cut between members
-        ('[1, 2,', " 3]", [1, 2, 3]),
+        ("[1, 2,", " 3]", [1, 2, 3]),
         ("[1, 2", ", 3]", [1, 2, 3]),
     ],
 )
@@ -153,7 +153,7 @@ def test_short_repeat_proven_by_the_grammar_is_accepted() -> None:
 
 
 def test_ambiguous_short_repeat_is_exact_continuation_with_a_warning() -> None:
-    """"hel" + "lo" is "hello" or "helo": too short to be an overlap; the guess is said."""
+    """ "hel" + "lo" is "hello" or "helo": too short to be an overlap; the guess is said."""
     text, warnings, errors = stitch_all(['{"s": "hel', 'lo"}'])
     assert errors == [None] and value_of(text) == {"s": "hello"}
     assert any("ambiguous" in w for w in warnings)
@@ -169,7 +169,7 @@ def test_no_safe_splice_is_a_merge_failure_not_concatenation() -> None:
 
 def test_closing_fence_on_an_incomplete_reply_is_dropped() -> None:
     """A fence the model closed although the JSON goes on is not part of the payload."""
-    text, warnings, errors = stitch_all(['{"a": [1, 2', ", 3\n```", ", 4]}"])
+    text, _, errors = stitch_all(['{"a": [1, 2', ", 3\n```", ", 4]}"])
     assert errors == [None, None] and value_of(text) == {"a": [1, 2, 3, 4]}
 
 
