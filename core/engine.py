@@ -95,8 +95,10 @@ def _decide(
             "but the JSON is not complete: continuing"
         )
     if s.iteration > 1:
-        stall = Stall(s.stall_percent, s.stall_count).update(percent, len(appended))
-        s.stall_percent, s.stall_count = stall.last_percent, stall.count
+        stall = Stall(s.stall_percent, s.stall_count, s.stall_chars).update(
+            percent, len(appended), s.length - len(appended)
+        )
+        s.stall_percent, s.stall_count, s.stall_chars = stall.as_tuple()
         if stall.stalled(cfg.stall_limit):
             return _fallback(s, f"stalled: no progress for {stall.count} iterations", appended)
     s.metadata.truncation_points.append(_truncation_point(s))
@@ -163,6 +165,7 @@ def _wants_review(s: JobState) -> bool:
 
 def _account(s: JobState, response: ProviderResponse) -> None:
     meta = s.metadata
+    meta.make_room()
     meta.total_input_tokens += response.usage.input_tokens
     meta.total_output_tokens += response.usage.output_tokens
     meta.total_cost_estimate += response.cost
@@ -194,6 +197,7 @@ def _fallback(s: JobState, reason: str, appended: str = "") -> Fallback:
     meta = s.metadata
     meta.fallback_used = True
     meta.fallback_reason = reason
+    meta.warn(f"iteration {s.iteration}: stopped early: {reason}")
     meta.merge_success = meta.merge_failures == 0
     failed = s.fallback is None or s.spec.continuation.on_failure is OnFailure.RAISE_ERROR
     return Fallback(output=s.fallback, reason=reason, append=appended, failed=failed)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-_BAD_CHARS = re.compile("[\x00\ufeff\ud800-\udfff]")
+_BAD_CHARS = re.compile("[\x00\ud800-\udfff]")
 _FENCE_LINE = re.compile(r"[ \t]*(```|~~~)[ \t]*([A-Za-z0-9_+-]*)[ \t]*\r?\n")
 _CLOSING_FENCE = re.compile(r"\r?\n?[ \t]*(```|~~~)[ \t]*\s*\Z")
 # First line that starts like a JSON container: where a payload begins after prose.
@@ -17,15 +17,21 @@ _JSON_LINE_START = re.compile(r"^[ \t]*[\[{]", re.MULTILINE)
 
 
 def clean_text(text: str) -> tuple[str, list[str]]:
-    """Drop BOMs, NUL characters and lone surrogates."""
-    if not _BAD_CHARS.search(text):
-        return text, []
+    """Drop a leading byte-order mark, NUL characters and lone surrogates.
+
+    A BOM elsewhere is content (U+FEFF inside a string is legal); NUL characters and lone
+    surrogates never are (JSON forbids the first raw, UTF-8 cannot encode the second).
+    """
     warnings = []
-    for char, name in (("\ufeff", "byte-order mark"), ("\x00", "NUL character")):
-        count = text.count(char)
-        if count:
-            warnings.append(f"removed {count} {name}{'s' if count > 1 else ''}")
-    surrogates = len(re.findall("[\ud800-\udfff]", text))
+    if text.startswith("\ufeff"):
+        text = text[1:]
+        warnings.append("removed a byte-order mark")
+    if not _BAD_CHARS.search(text):
+        return text, warnings
+    nuls = text.count("\x00")
+    if nuls:
+        warnings.append(f"removed {nuls} NUL character{'s' if nuls > 1 else ''}")
+    surrogates = len(text) - nuls - len(_BAD_CHARS.sub("", text))
     if surrogates:
         warnings.append(f"removed {surrogates} invalid surrogate character(s)")
     return _BAD_CHARS.sub("", text), warnings

@@ -85,9 +85,12 @@ def merge_json(
         return scan, Merge.failed(
             "the fragment restarted the document from the beginning", *warnings
         )
-    for splice in compact:
-        # A long repeat that differs only in indentation is not a coincidence.
-        if splice.overlap >= _STRONG_COMPACT and (done := _accept(scan, text, splice, warnings)):
+    strong = [c for c in after_prose if c.overlap >= _STRONG_COMPACT]
+    strong += [c for c in compact if c.overlap >= _STRONG_COMPACT]
+    for splice in strong:
+        # A long repeat after a prose line, or one that differs only in indentation, is
+        # not a coincidence; an exact one is the better evidence, so it comes first.
+        if (done := _accept(scan, text, splice, warnings)) is not None:
             return done
     short = [c for c in candidates if 0 < c.overlap < MIN_OVERLAP]
     zero = _scan_appended(scan, text)

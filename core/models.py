@@ -8,12 +8,20 @@ rather than a setting silently ignored.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from jsonschema import Draft202012Validator, SchemaError
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    StrictInt,
+    field_validator,
+    model_validator,
+)
 
-SPEC_VERSION = 1
+SPEC_VERSION: Final = 1
 
 
 class OutputFormat(StrEnum):
@@ -53,17 +61,22 @@ def _positive(name: str, value: int) -> int:
 class ContinuationConfig(_Strict):
     """How hard to try, and what to do when trying fails (SPEC 2.6)."""
 
-    max_attempts: int = Field(
-        10, description="Most model calls for one job (continuations included)."
+    max_attempts: StrictInt = Field(
+        default=10,
+        description="Most model calls after the first reply (continuations and retries).",
     )
     on_failure: OnFailure = OnFailure.RETURN_PARTIAL
-    max_merge_failures: int = Field(3, description="Consecutive failed merges before falling back.")
-    context_budget_chars: int = Field(
-        2000, description="Characters of structure shown in the prompt."
+    max_merge_failures: StrictInt = Field(
+        default=3, description="Consecutive failed merges before falling back."
     )
-    stall_limit: int = Field(3, description="Iterations without progress before the job stalls.")
-    overlap_chars: int = Field(
-        200, description="Characters of the cut the model is asked to repeat."
+    context_budget_chars: StrictInt = Field(
+        default=2000, description="Characters of structure shown in the prompt."
+    )
+    stall_limit: StrictInt = Field(
+        default=3, description="Iterations without progress before the job stalls."
+    )
+    overlap_chars: StrictInt = Field(
+        default=200, description="Characters of the cut the model is asked to repeat."
     )
     format: OutputFormat | None = None
 
@@ -80,11 +93,15 @@ class ValidationOptions(_Strict):
 
     json_schema: dict[str, JsonValue] | None = None
     item_schema: dict[str, JsonValue] | None = Field(
-        None, description="Schema of each item of the top-level array (or `items_key` array)."
+        default=None,
+        description="Schema of each item of the top-level array (or `items_key` array).",
     )
-    items_key: str | None = Field(None, description="Key of the array the item schema applies to.")
-    max_repair_attempts: int = Field(
-        2, description="0: skip validation; 1: validate, no retry; N: up to N-1 repair calls."
+    items_key: str | None = Field(
+        default=None, description="Key of the array the item schema applies to."
+    )
+    max_repair_attempts: StrictInt = Field(
+        default=2,
+        description="0: skip validation; 1: validate, no retry; N: up to N-1 repair calls.",
     )
 
     @field_validator("max_repair_attempts")
@@ -115,7 +132,7 @@ class JobSpec(_Strict):
 
     version: Literal[1] = SPEC_VERSION
     job_id: str | None = Field(
-        None,
+        default=None,
         pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$",
         description="Client-chosen id; submitting the same id twice creates one job.",
     )
@@ -127,7 +144,7 @@ class JobSpec(_Strict):
         description="Provider profiles in order of preference; empty: the worker's default.",
     )
     model: str | None = None
-    max_output_tokens: int = 4096
+    max_output_tokens: StrictInt = 4096
     continuation: ContinuationConfig = Field(default_factory=ContinuationConfig)
     validation: ValidationOptions = Field(default_factory=ValidationOptions)
     metadata: dict[str, JsonValue] = Field(default_factory=dict)

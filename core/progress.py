@@ -8,6 +8,14 @@ first or the last line is stripped before merging.
 
 A job stalls when, for ``stall_limit`` consecutive iterations, the reported progress goes
 down or moves by less than one point; without markers, when no new text is merged.
+
+"Moves by less than one point" is judged against what one point is worth: the model's
+estimate implies the document's size (``delivered * 100 / percent``), and an iteration
+that did not move the estimate counts only once a point's worth of text has been merged
+since the estimate last moved. Otherwise an honest model writing a long document (more
+than ~100 replies, each under one percent of the whole) would be declared stalled while
+it makes steady progress; a model that loops, writing on without getting any closer to
+the end, is still stopped after ``stall_limit`` points' worth of text.
 """
 
 from __future__ import annotations
@@ -23,7 +31,7 @@ def split_marker(text: str) -> tuple[str, int | None]:
     """Remove a progress marker from the first or last line; return text and percent."""
     first_end = text.find("\n")
     first = text if first_end < 0 else text[:first_end]
-    m = _MARKER.fullmatch(first)
+    m = _MARKER.fullmatch(first.removesuffix("\r"))
     if m is not None:
         rest = "" if first_end < 0 else text[first_end + 1 :]
         return rest, min(int(m.group(1)), 100)
@@ -37,17 +45,37 @@ def split_marker(text: str) -> tuple[str, int | None]:
 
 @dataclass(frozen=True, slots=True)
 class Stall:
-    """Progress bookkeeping carried between iterations."""
+    """Progress bookkeeping carried between iterations.
+
+    ``quiet_chars``: characters merged since the reported progress last moved and since
+    the last iteration counted as stalled.
+    """
 
     last_percent: int | None = None
     count: int = 0
+    quiet_chars: int = 0
 
-    def update(self, percent: int | None, appended: int) -> Stall:
-        """Account for one iteration that appended ``appended`` characters."""
-        if percent is not None:
-            moved = self.last_percent is None or percent - self.last_percent >= 1
-            return Stall(percent, 0 if moved and appended > 0 else self.count + 1)
-        return Stall(self.last_percent, 0 if appended > 0 else self.count + 1)
+    def update(self, percent: int | None, appended: int, delivered: int) -> Stall:
+        """Account for one iteration that appended ``appended`` characters to the
+        ``delivered`` characters received before it, and reported ``percent``."""
+        if appended <= 0:
+            return Stall(self.last_percent if percent is None else percent, self.count + 1)
+        if percent is None:
+            return Stall(self.last_percent, 0, self.quiet_chars)
+        if self.last_percent is None or percent - self.last_percent >= 1:
+            return Stall(percent, 0)
+        if percent < self.last_percent:
+            return Stall(percent, self.count + 1)
+        quiet = self.quiet_chars + appended
+        # "NN%" means at least NN and less than NN+1 percent: 0% says a point is worth at
+        # least everything delivered so far.
+        one_point = delivered / max(percent, 1)
+        if quiet >= one_point:
+            return Stall(percent, self.count + 1)
+        return Stall(percent, self.count, quiet)
 
     def stalled(self, limit: int) -> bool:
         return self.count >= limit
+
+    def as_tuple(self) -> tuple[int | None, int, int]:
+        return self.last_percent, self.count, self.quiet_chars

@@ -74,6 +74,7 @@ def review(state: JobState, text: str) -> tuple[JobState, Decision]:
 def advance_repair(s: JobState, response: ProviderResponse) -> tuple[JobState, Decision]:
     """Take a repair reply: a complete JSON replaces the output and is reviewed again."""
     keep = s.fallback or OutputRef(prefix=s.length)
+    s.phase = "generate"
     if response.finish_reason in (None, FinishReason.ERROR, FinishReason.CONTENT_FILTER):
         s.metadata.warn("the repair request failed; keeping the output as it was")
         return s, Finish(output=keep)
@@ -83,7 +84,6 @@ def advance_repair(s: JobState, response: ProviderResponse) -> tuple[JobState, D
         return s, Finish(output=keep)
     s.metadata.warn(*merge.warnings)
     text = merge.append[: scan.done_at]
-    s.phase = "generate"
     s.length = len(text)
     s.fallback = OutputRef(prefix=len(text))
     return s, Finish(output=s.fallback, append=text, replace=True, review=True)

@@ -9,18 +9,21 @@ layer that runs the job applies them (append, call the model again, finish).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
 from core.models import JobSpec, Message, OutputFormat
 
-STATE_VERSION = 1
+STATE_VERSION: Final = 1
 #: Characters of the accumulated text kept in the state: enough to find any overlap a
 #: reply can repeat (a reply is at most a few tens of thousands of characters).
 TAIL_CHARS = 65536
 HEAD_CHARS = 256
 MAX_WARNINGS = 200
+#: Entries kept in each per-iteration list of the metadata (the most recent ones), so a
+#: job of 60,000 iterations does not chain megabytes of state from task to task.
+MAX_ITERATION_RECORDS = 200
 
 
 class OutputRef(BaseModel):
@@ -38,7 +41,13 @@ class Served(BaseModel):
 
 
 class ContinuationMetadata(BaseModel):
-    """Carried on every result (SPEC 2.6, seed 002)."""
+    """Carried on every result (SPEC 2.6, seed 002).
+
+    Totals count every iteration. The per-iteration lists (``chunk_sizes``,
+    ``finish_reasons``, ``served_by``...) keep the last ``MAX_ITERATION_RECORDS`` entries;
+    ``records_dropped`` says how many iterations were dropped from their front (so
+    ``finish_reasons[i]`` is iteration ``records_dropped + i + 1``).
+    """
 
     was_continued: bool = False
     continuation_count: int = 0
@@ -61,6 +70,24 @@ class ContinuationMetadata(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     warnings_dropped: int = 0
     served_by: list[Served] = Field(default_factory=list)
+    records_dropped: int = 0
+
+    def make_room(self) -> None:
+        """Before an iteration's records are added: keep the lists within their bound."""
+        keep = MAX_ITERATION_RECORDS - 1
+        self.records_dropped += max(0, len(self.finish_reasons) - keep)
+        lists: tuple[list[Any], ...] = (
+            self.chunk_sizes,
+            self.chunk_chars,
+            self.truncation_points,
+            self.finish_reasons,
+            self.incomplete_details,
+            self.progress_reported,
+            self.served_by,
+        )
+        for records in lists:
+            if len(records) > keep:
+                del records[: len(records) - keep]
 
     def warn(self, *messages: str) -> None:
         for message in messages:
@@ -86,6 +113,7 @@ class JobState(BaseModel):
     merge_failures: int = 0
     stall_percent: int | None = None
     stall_count: int = 0
+    stall_chars: int = 0
     repairs: int = 0
     overlap: str = ""
     messages: list[Message]

@@ -1,0 +1,237 @@
+"""CSV stitching: never glue rows, never lose the header (SPEC §2.3).
+
+The header's field count is the proof a seam needs. After a cut that already holds every
+field, a fragment that starts a new row gets its line break back (``"1,Alice" + "2,Bob"`` is
+two rows, not ``"1,Alice2,Bob"``); a short overlap is accepted only when the exact
+continuation would give a row the wrong width; a re-emitted header row is dropped once.
+
+A quote-aware scanner (RFC 4180 as Python's ``csv`` module reads it: quotes open a field,
+``""`` escapes, newlines inside quotes) keeps the state at the cut in the scan, so a cut
+inside a quoted field continues correctly and a merge costs O(fragment).
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+
+from pydantic import BaseModel, ConfigDict
+
+from core.merge import Merge
+from core.overlap import MIN_OVERLAP, preamble_starts
+from core.text_stitch import (
+    EMPTY,
+    FENCE_OPENER,
+    RESTART_MIN,
+    Accept,
+    Seam,
+    clean_fragment,
+    finish,
+    grow_head,
+    plan_seam,
+    split_closing_fence,
+    start_reading,
+)
+
+#: Rows and characters of a reading checked against the header: enough to tell a glued or
+#: misaligned seam from a good one, few enough that one ragged row later does not matter.
+SEAM_ROWS = 3
+LOOKAHEAD_CHARS = 8192
+
+_SPECIAL = re.compile(r'[",\n]')
+
+
+class CsvMode(StrEnum):
+    """Where the scanner stands: what the next character means."""
+
+    ROW_START = "row_start"
+    FIELD_START = "field_start"
+    UNQUOTED = "unquoted"
+    QUOTED = "quoted"
+    QUOTE_SEEN = "quote_seen"  # a quote inside a quoted field: closes it, or escapes one
+
+
+class CsvScan(BaseModel):
+    """Resumable state of a CSV accumulation (the text itself lives elsewhere)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    length: int = 0
+    records: int = 0  # complete data rows, header and blank lines excluded
+    head: str = ""
+    header: str = ""  # the header row's text (still growing while ``fields`` is 0)
+    fields: int = 0  # the header's field count; 0 until the header row is complete
+    mode: CsvMode = CsvMode.ROW_START
+    delims: int = 0  # delimiters seen in the unfinished row
+    row_end: int = 0  # offset just after the last complete row's line break
+    ragged: int = 0  # data rows whose field count differs from the header's
+
+
+Rows = list[tuple[int, int]]  # (offset after the row's line break, field count; 0 = blank)
+
+
+def scan_rows(
+    mode: CsvMode, delims: int, text: str, max_rows: int = 0
+) -> tuple[CsvMode, int, Rows]:
+    """Advance the scanner over ``text``: its final state and the rows it completes.
+
+    Only quotes, commas and newlines are visited (found by a regex, in C), so the cost is
+    the number of those characters, not a Python step per character.
+    """
+    rows: Rows = []
+    pos = 0
+    for match in _SPECIAL.finditer(text):
+        at = match.start()
+        if at > pos and _starts_field(mode, text[pos:at]):
+            mode = CsvMode.UNQUOTED
+        pos = at + 1
+        char = text[at]
+        if mode is CsvMode.QUOTED:
+            if char == '"':
+                mode = CsvMode.QUOTE_SEEN
+        elif char == '"':
+            if mode is not CsvMode.UNQUOTED:  # inside an unquoted field a quote is literal
+                mode = CsvMode.QUOTED
+        elif char == ",":
+            delims, mode = delims + 1, CsvMode.FIELD_START
+        else:
+            rows.append((pos, 0 if mode is CsvMode.ROW_START else delims + 1))
+            delims, mode = 0, CsvMode.ROW_START
+            if len(rows) == max_rows:
+                return mode, delims, rows
+    if len(text) > pos and _starts_field(mode, text[pos:]):
+        mode = CsvMode.UNQUOTED
+    return mode, delims, rows
+
+
+def _starts_field(mode: CsvMode, plain: str) -> bool:
+    """Whether ordinary characters move the scanner into an unquoted field.
+
+    A lone ``\r`` at a row's start is the first half of a blank ``\r\n`` line.
+    """
+    if mode in (CsvMode.QUOTED, CsvMode.UNQUOTED):
+        return False
+    return not (mode is CsvMode.ROW_START and plain == "\r")
+
+
+def _advance(scan: CsvScan, append: str) -> CsvScan:
+    mode, delims, rows = scan_rows(scan.mode, scan.delims, append)
+    header, fields, records, ragged = scan.header, scan.fields, scan.records, scan.ragged
+    if not fields:
+        first = next((end for end, count in rows if count), None)
+        header += append if first is None else append[:first]
+    for _, count in rows:
+        if not count:
+            continue
+        if not fields:
+            header, fields = header.strip("\r\n"), count
+        else:
+            records, ragged = records + 1, ragged + (count != fields)
+    return CsvScan(
+        length=scan.length + len(append),
+        records=records,
+        head=grow_head(scan.head, append),
+        header=header,
+        fields=fields,
+        mode=mode,
+        delims=delims,
+        row_end=scan.length + rows[-1][0] if rows else scan.row_end,
+        ragged=ragged,
+    )
+
+
+def fits(scan: CsvScan, text: str) -> bool:
+    """Whether the first rows ``text`` completes have the header's field count."""
+    mode, delims, rows = scan_rows(scan.mode, scan.delims, text[:LOOKAHEAD_CHARS], SEAM_ROWS)
+    counts = [count for _, count in rows if count]
+    expected = scan.fields
+    if not expected:
+        if not counts:
+            return True
+        expected, counts = counts[0], counts[1:]
+    if any(count != expected for count in counts):
+        return False
+    return mode is CsvMode.ROW_START or delims + 1 <= expected
+
+
+def _readings(scan: CsvScan) -> tuple[Accept, Accept]:
+    """Read the seam as it stands, or repaired by ending the cut row (it had every field)."""
+    can_break = scan.mode not in (CsvMode.ROW_START, CsvMode.QUOTED) and scan.fields > 0
+
+    def breaks(text: str) -> bool:
+        return can_break and not text.startswith(("\n", "\r\n")) and fits(scan, "\n" + text)
+
+    def accept(text: str) -> tuple[str, str] | None:
+        if not fits(scan, text):
+            return None
+        if breaks(text):
+            return text, "ambiguous cut: continued the cut field rather than starting a row"
+        return text, ""
+
+    def repair(text: str) -> tuple[str, str] | None:
+        return (
+            ("\n" + text, "the cut row was complete: started a new row") if breaks(text) else None
+        )
+
+    return accept, repair
+
+
+def _seam(scan: CsvScan) -> Seam:
+    """How a CSV fragment's start is read: by width, without a repeated header."""
+
+    def drop(body: str) -> tuple[int, str]:
+        if not scan.fields or scan.mode is CsvMode.QUOTED or not body.startswith(scan.header):
+            return 0, ""
+        after = body[len(scan.header) : len(scan.header) + 2]
+        size = 2 if after == "\r\n" else 1 if after.startswith("\n") else 0
+        return (len(scan.header) + size, "dropped a repeated header row") if size else (0, "")
+
+    restart = len(scan.header) + 1 + MIN_OVERLAP if scan.fields else RESTART_MIN
+    accept, repair = _readings(scan)
+    return Seam(
+        accept=accept, repair=repair, wrapper=csv_wrapper, drop_repeat=drop, restart_min=restart
+    )
+
+
+def csv_wrapper(fragment: str) -> re.Match[str] | None:
+    """A fence opener in the first lines: it and any prose before it are not data."""
+    for start in (0, *preamble_starts(fragment)):
+        if match := FENCE_OPENER.match(fragment, start):
+            return match
+    return None
+
+
+def start_csv(fragment: str) -> tuple[CsvScan, Merge]:
+    """Clean the first fragment; a code fence wrapping it (and prose before it) is dropped."""
+    text, warnings = clean_fragment(fragment)
+    reading = start_reading(text, csv_wrapper(text))
+    append = reading.append
+    if reading.fence:
+        append = split_closing_fence(append, reading.fence, line_start=True)[0]
+    if not append:
+        return CsvScan(), Merge.failed(EMPTY, *warnings, *reading.warnings)
+    return _checked(CsvScan(), append, finish(reading, append, warnings))
+
+
+def merge_csv(scan: CsvScan, tail: str, fragment: str) -> tuple[CsvScan, Merge]:
+    """Append a continuation, using the header's field count to read the seam."""
+    if not scan.length:
+        return start_csv(fragment)
+    text, warnings = clean_fragment(fragment)
+    if not text:
+        return scan, Merge.failed(EMPTY, *warnings)
+    reading = plan_seam(tail, scan.length, scan.head, text, _seam(scan))
+    return _checked(scan, reading.append, finish(reading, reading.append, warnings))
+
+
+def _checked(scan: CsvScan, append: str, merge: Merge) -> tuple[CsvScan, Merge]:
+    new = _advance(scan, append)
+    if new.ragged > scan.ragged:
+        note = f"{new.ragged - scan.ragged} row(s) do not have the header's {new.fields} fields"
+        merge = Merge(True, merge.append, merge.splice, (*merge.warnings, note))
+    return new, merge
+
+
+def close_csv(scan: CsvScan) -> tuple[int, str]:
+    """Up to the end of the last complete row: a row cut mid-way may hold a cut value."""
+    return scan.row_end, ""

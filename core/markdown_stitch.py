@@ -1,0 +1,222 @@
+"""Markdown stitching: keep blocks apart, code blocks intact, headings where they are.
+
+The seed's merger glued ``"Content" + "## Section"`` into one line, lost track of code
+fences across a cut, and deleted a heading whenever a similar one existed elsewhere. Here:
+
+- a fragment that starts a block (heading, list item, table row, fence, quote, rule) after
+  a cut that left a line unfinished gets its line break back;
+- the scan carries the open code fence, so inside a code block nothing is inserted and
+  ``#`` lines are code, not headings;
+- the scan carries the open table's header, so a continuation that re-emits the header row
+  and its ``|---|`` separator loses them once;
+- only the seam is ever de-duplicated (overlap, repeated lines, a restart); content that
+  merely resembles earlier content, headings included, is always kept.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from pydantic import BaseModel, ConfigDict
+
+from core.merge import Merge
+from core.text_stitch import (
+    EMPTY,
+    FENCE_OPENER,
+    Seam,
+    clean_fragment,
+    finish,
+    grow_head,
+    plan_seam,
+    split_closing_fence,
+    start_reading,
+)
+
+#: Characters of the unfinished and the last line kept in the scan: enough to classify a
+#: line and to recognise a table header, without carrying a whole paragraph.
+LINE_CAP = 1024
+WRAPPER_TAGS = frozenset({"markdown", "md"})
+
+_FENCE_LINE = re.compile(r"[ \t]*(?P<fence>`{3,}|~{3,})(?P<info>.*)")
+_BLOCK_START = re.compile(
+    r"#{1,6}(?:[ \t]|$)|[-*+][ \t]|\d{1,9}[.)][ \t]|>|```|~~~|(?:-{3,}|\*{3,}|_{3,})[ \t]*$",
+    re.MULTILINE,
+)
+#: A line holding only block markers has no content yet: what follows continues them.
+_MARKERS_ONLY = re.compile(r"[\s#>*+\-|`~]*")
+
+
+class MarkdownScan(BaseModel):
+    """Resumable state of a Markdown accumulation (the text itself lives elsewhere)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    length: int = 0
+    records: int = 0  # complete lines
+    head: str = ""
+    partial: str = ""  # the unfinished last line ('' after a line break)
+    last_line: str = ""  # the last complete line: the header when a separator follows
+    fence: str = ""  # marker of the open code fence (```, ~~~~, …), '' outside code
+    table: str = ""  # header row + "\n" + separator row of the open table, '' outside one
+
+
+def _opens(line: str) -> str:
+    match = _FENCE_LINE.match(line)
+    if match is None or (match.group("fence")[0] == "`" and "`" in match.group("info")):
+        return ""
+    return match.group("fence")
+
+
+def _closes(line: str, fence: str) -> bool:
+    mark = line.strip()
+    return len(mark) >= len(fence) and mark == fence[0] * len(mark)
+
+
+def _is_separator(line: str) -> bool:
+    mark = line.strip()
+    return "-" in mark and "|" in mark and not set(mark) - set("|-: \t")
+
+
+def _is_row(line: str) -> bool:
+    return "|" in line and bool(line.strip())
+
+
+def _pipes(line: str) -> int:
+    return line.count("|") - line.count("\\|")
+
+
+def _cells(line: str) -> list[str]:
+    return [cell.strip() for cell in line.strip().strip("|").split("|")]
+
+
+def _step(fence: str, table: str, last: str, line: str) -> tuple[str, str]:
+    """Fence and table state after one complete line."""
+    if fence:
+        return ("" if _closes(line, fence) else fence), table
+    opened = _opens(line)
+    if opened:
+        return opened, ""
+    if table:
+        return "", (table if _is_row(line) else "")
+    if _is_separator(line) and _is_row(last) and not _is_separator(last):
+        return "", f"{last.rstrip()}\n{line.rstrip()}"
+    return "", ""
+
+
+def _advance(scan: MarkdownScan, append: str) -> MarkdownScan:
+    parts = append.split("\n")
+    fence, table, last = scan.fence, scan.table, scan.last_line
+    if len(parts) == 1:
+        partial = scan.partial + append[: LINE_CAP - len(scan.partial)]
+    else:
+        lines = [scan.partial + parts[0][: LINE_CAP - len(scan.partial)], *parts[1:-1]]
+        for line in lines:
+            fence, table = _step(fence, table, last, line)
+            last = line
+        partial, last = parts[-1][:LINE_CAP], last[:LINE_CAP]
+    return MarkdownScan(
+        length=scan.length + len(append),
+        records=scan.records + len(parts) - 1,
+        head=grow_head(scan.head, append),
+        partial=partial,
+        last_line=last,
+        fence=fence,
+        table=table,
+    )
+
+
+def _in_code(scan: MarkdownScan) -> bool:
+    """Whether the seam lies inside a code block (an unfinished closing line ends it)."""
+    return bool(scan.fence) and not (scan.partial and _closes(scan.partial, scan.fence))
+
+
+def _row_complete(scan: MarkdownScan) -> bool:
+    """Whether a fragment starting with ``|`` starts a new row rather than ending the cut one."""
+    cut = scan.partial.strip()
+    if not cut.startswith("|"):
+        return True
+    if scan.table:
+        return _pipes(cut) >= _pipes(scan.table.split("\n", 1)[0])
+    return cut.endswith("|") and _pipes(cut) >= 2
+
+
+def needs_break(scan: MarkdownScan, text: str) -> bool:
+    """Whether ``text`` starts a block that the unfinished last line must not swallow."""
+    if not scan.partial or not text or text[0] in "\r\n":
+        return False
+    if scan.fence:
+        return not _in_code(scan) and _BLOCK_START.match(text) is not None
+    if text.startswith("|"):
+        return _row_complete(scan)
+    if _MARKERS_ONLY.fullmatch(scan.partial):
+        return False
+    return _BLOCK_START.match(text) is not None
+
+
+def _table_dropper(scan: MarkdownScan) -> Callable[[str], tuple[int, str]]:
+    def drop(body: str) -> tuple[int, str]:
+        if not scan.table or _in_code(scan):
+            return 0, ""
+        if scan.partial and not (body.startswith("|") and _row_complete(scan)):
+            return 0, ""
+        lines = body.split("\n", 2)
+        header = scan.table.split("\n", 1)[0]
+        if len(lines) < 2 or not _is_separator(lines[1]) or _cells(lines[0]) != _cells(header):
+            return 0, ""
+        return len(lines[0]) + len(lines[1]) + len(lines) - 1, "dropped a repeated table header"
+
+    return drop
+
+
+def markdown_wrapper(fragment: str) -> re.Match[str] | None:
+    """A ```markdown fence around the fragment; a bare fence may be the document's code."""
+    match = FENCE_OPENER.match(fragment)
+    return match if match and match.group("info").lower() in WRAPPER_TAGS else None
+
+
+def _close_wrapper(
+    scan: MarkdownScan, text: str, fence: str, *, line_start: bool
+) -> tuple[MarkdownScan, str]:
+    """Drop the wrapper's closing fence, unless that line closes the document's own block."""
+    kept, closing = split_closing_fence(text, fence, line_start=line_start) if fence else (text, "")
+    inner = _advance(scan, kept)
+    if not closing:
+        return inner, kept
+    if inner.fence and _closes(closing, inner.fence) and len(fence) <= len(inner.fence):
+        return _advance(inner, closing), text
+    return inner, kept
+
+
+def start_markdown(fragment: str) -> tuple[MarkdownScan, Merge]:
+    """Clean the first fragment; a ```markdown fence wrapping it is dropped."""
+    text, warnings = clean_fragment(fragment)
+    reading = start_reading(text, markdown_wrapper(text))
+    scan, append = _close_wrapper(MarkdownScan(), reading.append, reading.fence, line_start=True)
+    if not append:
+        return MarkdownScan(), Merge.failed(EMPTY, *warnings, *reading.warnings)
+    return scan, finish(reading, append, warnings)
+
+
+def merge_markdown(scan: MarkdownScan, tail: str, fragment: str) -> tuple[MarkdownScan, Merge]:
+    """Append a continuation without gluing blocks or breaking code blocks."""
+    if not scan.length:
+        return start_markdown(fragment)
+    text, warnings = clean_fragment(fragment)
+    if not text:
+        return scan, Merge.failed(EMPTY, *warnings)
+    seam = Seam(wrapper=markdown_wrapper, drop_repeat=_table_dropper(scan), strip_close=False)
+    reading = plan_seam(tail, scan.length, scan.head, text, seam)
+    append = reading.append
+    if needs_break(scan, append):
+        append = "\n" + append
+        warnings.append("inserted a line break: the fragment starts a new block")
+    new, append = _close_wrapper(scan, append, reading.fence, line_start=not scan.partial)
+    return new, finish(reading, append, warnings)
+
+
+def close_markdown(scan: MarkdownScan) -> tuple[int, str]:
+    """All of the text, plus a closing fence line when a code block is left open."""
+    if not scan.fence or (scan.partial and _closes(scan.partial, scan.fence)):
+        return scan.length, ""
+    return scan.length, ("\n" if scan.partial else "") + scan.fence + "\n"

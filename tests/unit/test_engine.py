@@ -1,0 +1,898 @@
+"""The continuation engine, one reply at a time: ``start(spec)`` then ``advance(state, reply)``.
+
+Replies are written by hand (or by ``FakeModel``, a model that honours the continuation
+prompt), so every row of seed 000's decision table and of SPEC 2.7's finish-reason table
+is pinned down without any I/O. ``run_job`` is the loop a worker runs: apply each
+decision's ``append`` to the accumulated output, call the model again on Continue/Retry.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from core import (
+    Continue,
+    Decision,
+    Fallback,
+    Finish,
+    JobSpec,
+    JobState,
+    Message,
+    OutputRef,
+    ProviderResponse,
+    Retry,
+    Usage,
+    advance,
+    review,
+    start,
+)
+from core.progress import MARKER_TEMPLATE
+from core.prompts import REPEAT_CLOSE, REPEAT_OPEN
+from core.state import MAX_ITERATION_RECORDS, TAIL_CHARS
+
+# -- fixtures ----------------------------------------------------------------------------
+
+DOC = json.dumps(
+    {
+        "title": "Inventory",
+        "items": [
+            {"id": i, "name": f"item {i}", "tags": ["a", "b"], "price": 1.5 * i, "ok": i % 2 == 0}
+            for i in range(40)
+        ],
+    },
+    indent=2,
+)
+CSV_DOC = "id,name,price\n" + "".join(f'{i},"Name, {i}",{i * 1.5}\n' for i in range(150))
+MARKDOWN_DOC = "# Report\n\n" + "".join(
+    f"## Section {i}\n\nSome text for section {i}.\n\n- first {i}\n- second {i}\n\n"
+    "```python\n"
+    f"print({i})\n"
+    "```\n\n"
+    "| a | b |\n|---|---|\n"
+    f"| {i} | {i * 2} |\n\n"
+    for i in range(25)
+)
+TEXT_DOC = "".join(f"Sentence number {i} talks about one thing or another. " for i in range(200))
+DOCS = {"json": DOC, "csv": CSV_DOC, "markdown": MARKDOWN_DOC, "text": TEXT_DOC}
+
+#: Not a continuation of any cut JSON: a quote then an invalid escape is an error in a
+#: string, in a key, and after any value.
+GARBAGE = '"\\x: this is not a continuation ]]}'
+PROVIDER_ERROR = ProviderResponse(text="", finish_reason="error", error="HTTP 503")
+
+
+def job(fmt: str = "json", **continuation: Any) -> JobSpec:
+    return JobSpec(prompt="Write the document.", format=fmt, continuation=continuation)
+
+
+def reply(text: str, reason: str | None = "length", **kw: Any) -> ProviderResponse:
+    return ProviderResponse(text=text, finish_reason=reason, **kw)
+
+
+def present(accumulated: str, ref: OutputRef) -> str:
+    """What a worker shows as the result: ``accumulated[:prefix] + suffix``."""
+    return accumulated[: ref.prefix] + ref.suffix
+
+
+def last_prompt(decision: Continue | Retry) -> str:
+    return decision.messages[-1].content
+
+
+def repeat_block(prompt: str) -> str:
+    m = re.search(re.escape(REPEAT_OPEN) + r"(.*)" + re.escape(REPEAT_CLOSE), prompt, re.S)
+    assert m is not None, "the continuation prompt has no REPEAT block"
+    return m.group(1)
+
+
+def step(state: JobState, *replies: ProviderResponse) -> tuple[JobState, list[Decision], str]:
+    """Advance through ``replies``; the final state, every decision, the accumulated text."""
+    decisions: list[Decision] = []
+    out = ""
+    for r in replies:
+        state, d = advance(state, r)
+        decisions.append(d)
+        out = d.append if isinstance(d, Finish) and d.replace else out + d.append
+    return state, decisions, out
+
+
+# -- a model that follows the continuation prompt, and the job loop ---------------------
+
+_REPEAT = re.compile(re.escape(REPEAT_OPEN) + r"(.*)" + re.escape(REPEAT_CLOSE) + r"\Z", re.S)
+_DELIVERED = re.compile(r"Delivered so far: ([\d,]+) characters")
+
+
+@dataclass
+class FakeModel:
+    """Writes ``target`` ``chunk`` characters at a time, resuming where the prompt says.
+
+    It reads the REPEAT block of the last message and the delivered length, checks that
+    the block is the end of what was delivered (the engine's promise), and answers with
+    the next ``chunk`` characters, optionally after repeating the block (``repeat``),
+    re-indented (``reindent``), after a line of prose (``prose``), with a progress marker
+    (``marker``); every ``fail_every``-th call it answers ``failure`` instead.
+    """
+
+    target: str
+    chunk: int = 400
+    exact: bool = True
+    repeat: bool = True
+    reindent: bool = False
+    prose: str = ""
+    marker: bool = False
+    fail_every: int = 0
+    failure: ProviderResponse = PROVIDER_ERROR
+    calls: int = 0
+    prompts: list[str] = field(default_factory=list)
+
+    def __call__(self, messages: list[Message]) -> ProviderResponse:
+        self.calls += 1
+        prompt = messages[-1].content
+        self.prompts.append(prompt)
+        if self.fail_every and self.calls % self.fail_every == 0:
+            return self.failure
+        m = _REPEAT.search(prompt)
+        if m is None:
+            pos, overlap = 0, ""
+        else:
+            overlap = m.group(1)
+            delivered = _DELIVERED.search(prompt)
+            assert delivered is not None
+            pos = self._resume_at(overlap, int(delivered.group(1).replace(",", "")))
+        end = min(len(self.target), pos + self.chunk)
+        body = self.target[pos:end]
+        if overlap and self.repeat:
+            shown = overlap
+            if self.reindent:
+                shown = re.sub(r"\n( +)", lambda g: "\n" + 2 * g.group(1), overlap)
+            body = shown + body
+        if overlap and self.prose:
+            body = f"{self.prose}\n{body}"
+        if overlap and self.marker:
+            body = f"[[progress: {100 * pos // len(self.target)}%]]\n{body}"
+        return reply(
+            body,
+            "stop" if end == len(self.target) else "length",
+            usage=Usage(input_tokens=len(prompt) // 4, output_tokens=len(body) // 4),
+            provider="sim",
+            model="sim-1",
+        )
+
+    def _resume_at(self, overlap: str, delivered: int) -> int:
+        """Where the target goes on after ``overlap``, the end of what was delivered.
+
+        With ``exact`` the delivered text must be a prefix of the target. Otherwise (a
+        merge may have changed whitespace outside strings) the repeat is found ignoring
+        whitespace, nearest to ``delivered``.
+        """
+        if self.target[:delivered].endswith(overlap):
+            return delivered
+        assert not self.exact, "REPEAT is not the end of the delivered output"
+        offsets = [i for i, c in enumerate(self.target) if not c.isspace()]
+        compact = "".join(self.target[i] for i in offsets)
+        squeezed = "".join(overlap.split())
+        ends = []
+        k = compact.find(squeezed)
+        while k != -1:
+            ends.append(offsets[k + len(squeezed) - 1] + 1)
+            k = compact.find(squeezed, k + 1)
+        assert ends, "REPEAT is nowhere in the target"
+        end = min(ends, key=lambda e: abs(e - delivered))
+        trailing = overlap[len(overlap.rstrip()) :]
+        return end + len(trailing) if self.target.startswith(trailing, end) else end
+
+
+@dataclass
+class JobRun:
+    state: JobState
+    decisions: list[Decision]
+    accumulated: str
+
+    @property
+    def last(self) -> Decision:
+        return self.decisions[-1]
+
+    @property
+    def result(self) -> str | None:
+        last = self.last
+        assert isinstance(last, Finish | Fallback)
+        return None if last.output is None else present(self.accumulated, last.output)
+
+
+def run_job(
+    spec: JobSpec,
+    model: Any,
+    *,
+    max_calls: int = 2000,
+    roundtrip: bool = False,
+) -> JobRun:
+    """Run a job to its end as a worker would (``roundtrip``: through JSON each time)."""
+    state = start(spec)
+    messages = state.messages
+    accumulated = ""
+    decisions: list[Decision] = []
+    for _ in range(max_calls):
+        state, decision = advance(state, model(messages))
+        decisions.append(decision)
+        while True:
+            if isinstance(decision, Finish) and decision.replace:
+                accumulated = decision.append
+            else:
+                accumulated += decision.append
+            if not (isinstance(decision, Finish) and decision.review):
+                break
+            state, decision = review(state, present(accumulated, decision.output))
+            decisions.append(decision)
+        if roundtrip:
+            state = JobState.model_validate_json(state.model_dump_json())
+        if isinstance(decision, Continue | Retry):
+            messages = decision.messages
+            continue
+        return JobRun(state, decisions, accumulated)
+    raise AssertionError(f"the job did not end in {max_calls} calls")
+
+
+def cut_after(text: str, needle: str, start: int = 0) -> int:
+    """The offset just after the first ``needle`` at or after ``start``."""
+    return text.index(needle, start) + len(needle)
+
+
+# -- seed 000's decision table -----------------------------------------------------------
+
+
+def test_complete_first_reply_finishes_at_once() -> None:
+    """Fast path: a complete first reply is the result; nothing is continued."""
+    state, d = advance(start(job()), reply(DOC, "stop"))
+    assert isinstance(d, Finish)
+    assert d.append == DOC and present(d.append, d.output) == DOC
+    assert not d.replace and not d.review
+    assert state.iteration == 1
+    assert not state.metadata.was_continued and state.metadata.continuation_count == 0
+    assert state.metadata.fallback_used is False
+
+
+def test_complete_first_reply_finishes_even_when_the_provider_says_length() -> None:
+    """Complete JSON is done whatever the finish reason says (the syntax decides)."""
+    _, d = advance(start(job()), reply(DOC, "length"))
+    assert isinstance(d, Finish) and d.append == DOC
+
+
+def test_cut_reply_continues_with_the_overlap_and_the_progress_request() -> None:
+    """A parseable cut reply: Continue, append it, ask to repeat the cut and report progress."""
+    cut = cut_after(DOC, '"name": "item 3')
+    state, d = advance(start(job()), reply(DOC[:cut]))
+    assert isinstance(d, Continue)
+    assert d.append == DOC[:cut]
+    prompt = last_prompt(d)
+    overlap = repeat_block(prompt)
+    assert overlap and DOC[:cut].endswith(overlap)
+    assert overlap == state.overlap
+    assert MARKER_TEMPLATE in prompt
+    assert "$.items[3].name" in prompt
+    assert d.messages[0] == Message(role="user", content="Write the document.")
+    assert state.metadata.was_continued and state.metadata.continuation_count == 1
+    # the fallback is the cut text closed into valid JSON
+    assert state.fallback is not None
+    closed = json.loads(present(DOC[:cut], state.fallback))
+    assert closed["items"][3] == {"id": 3, "name": "item 3"}
+    assert len(closed["items"]) == 4
+
+
+@pytest.mark.parametrize("overlap_chars", [20, 80, 300])
+def test_the_overlap_asked_for_is_about_overlap_chars_long(overlap_chars: int) -> None:
+    """``overlap_chars`` sizes the REPEAT block (never more than what was received)."""
+    cut = cut_after(DOC, '"name": "item 9')
+    _, d = advance(start(job(overlap_chars=overlap_chars)), reply(DOC[:cut]))
+    assert isinstance(d, Continue)
+    overlap = repeat_block(last_prompt(d))
+    assert DOC[:cut].endswith(overlap)
+    assert 0 < len(overlap) <= 3 * overlap_chars
+
+
+def test_continuation_is_merged_against_the_cut_text() -> None:
+    """The next reply repeats the cut and goes on: only the new text is appended."""
+    cut = cut_after(DOC, '"name": "item 3')
+    state, d1 = advance(start(job()), reply(DOC[:cut]))
+    assert isinstance(d1, Continue)
+    overlap = repeat_block(last_prompt(d1))
+    state, d2 = advance(state, reply(overlap + DOC[cut:], "stop"))
+    assert isinstance(d2, Finish)
+    assert d2.append == DOC[cut:]
+    assert present(d1.append + d2.append, d2.output) == DOC
+
+
+def test_unmergeable_reply_retries_the_same_request_and_appends_nothing() -> None:
+    """No safe splice: Retry with the unchanged messages; state's text is untouched."""
+    cut = cut_after(DOC, '"name": "item 3')
+    state, d1 = advance(start(job()), reply(DOC[:cut]))
+    assert isinstance(d1, Continue)
+    after, d2 = advance(state, reply(GARBAGE))
+    assert isinstance(d2, Retry)
+    assert d2.messages == d1.messages
+    assert d2.append == ""
+    assert not d2.backoff
+    assert "could not be merged" in d2.reason
+    assert (after.length, after.tail, after.scan, after.fallback) == (
+        state.length,
+        state.tail,
+        state.scan,
+        state.fallback,
+    )
+    assert after.merge_failures == 1
+
+
+def test_unparseable_first_reply_retries_the_original_conversation() -> None:
+    """A first reply that is not JSON at all is a failure: retry the original prompt."""
+    spec = job()
+    state, d = advance(start(spec), reply("<html>not json</html>"))
+    assert isinstance(d, Retry)
+    assert d.messages == spec.conversation()
+    assert state.length == 0 and state.scan is None
+
+
+@pytest.mark.parametrize("limit", [1, 2, 3, 5])
+def test_consecutive_failures_fall_back_to_the_last_valid_part(limit: int) -> None:
+    """``max_merge_failures`` failures in a row: Fallback to the last complete part, valid JSON."""
+    cut = cut_after(DOC, '"name": "item 3')
+    state, d = advance(start(job(max_merge_failures=limit)), reply(DOC[:cut]))
+    assert isinstance(d, Continue)
+    expected = present(DOC[:cut], state.fallback) if state.fallback else None
+    decisions = []
+    for _ in range(limit):
+        state, d = advance(state, reply(GARBAGE))
+        decisions.append(d)
+    assert all(isinstance(x, Retry) for x in decisions[:-1])
+    last = decisions[-1]
+    assert isinstance(last, Fallback)
+    assert not last.failed and last.append == ""
+    assert last.output is not None
+    result = present(DOC[:cut], last.output)
+    assert result == expected
+    value = json.loads(result)
+    assert [item["id"] for item in value["items"]] == [0, 1, 2, 3]
+    assert f"{limit} consecutive failures" in last.reason
+    assert state.metadata.fallback_used and state.metadata.fallback_reason == last.reason
+    assert state.metadata.merge_success is False
+
+
+def test_default_is_three_consecutive_failures() -> None:
+    """Seed 000: the third failure in a row stops the job."""
+    cut = cut_after(DOC, '"id": 5')
+    state, _, _ = step(start(job()), reply(DOC[:cut]))
+    state, decisions, _ = step(state, *[reply(GARBAGE)] * 3)
+    assert [type(d) for d in decisions] == [Retry, Retry, Fallback]
+
+
+def test_a_successful_merge_resets_the_failure_counter() -> None:
+    """Failures must be consecutive: a good reply in between starts the count again."""
+    c1, c2 = cut_after(DOC, '"id": 5'), cut_after(DOC, '"id": 9')
+    state, _ = advance(start(job()), reply(DOC[:c1]))
+    state, decisions, _ = step(
+        state, reply(GARBAGE), reply(GARBAGE), reply(DOC[c1:c2]), reply(GARBAGE), reply(GARBAGE)
+    )
+    assert [type(d) for d in decisions] == [Retry, Retry, Continue, Retry, Retry]
+    assert state.merge_failures == 2
+    assert state.metadata.merge_failures == 4
+    state, d = advance(state, reply(DOC[c2:], "stop"))
+    assert isinstance(d, Finish)
+
+
+def test_fallback_when_nothing_valid_was_ever_received_fails_the_job() -> None:
+    """No valid part at all: the Fallback has no output and fails the job."""
+    state, decisions, _ = step(start(job()), *[reply("nonsense, not JSON")] * 3)
+    last = decisions[-1]
+    assert isinstance(last, Fallback)
+    assert last.failed and last.output is None
+    assert state.metadata.fallback_used
+
+
+def test_raise_error_turns_a_fallback_into_a_failure() -> None:
+    """``on_failure=raise_error``: a fallback fails the job even with a valid partial."""
+    cut = cut_after(DOC, '"id": 5')
+    state, _, _ = step(start(job(on_failure="raise_error")), reply(DOC[:cut]))
+    state, decisions, _ = step(state, *[reply(GARBAGE)] * 3)
+    last = decisions[-1]
+    assert isinstance(last, Fallback) and last.failed
+    assert state.metadata.fallback_used
+
+
+# -- finish reasons (SPEC 2.7) -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["csv", "markdown", "text"])
+@pytest.mark.parametrize("reason", ["stop", "tool_calls"])
+def test_stop_and_tool_calls_finish_the_line_formats(fmt: str, reason: str) -> None:
+    """Only the model can say a CSV/Markdown/text document is done: stop/tool_calls finish."""
+    doc = DOCS[fmt][:300]
+    state, d = advance(start(job(fmt)), reply(doc, reason))
+    assert isinstance(d, Finish)
+    assert present(d.append, d.output) == doc
+    assert not state.metadata.was_continued
+
+
+@pytest.mark.parametrize("fmt", ["csv", "markdown", "text"])
+def test_length_continues_the_line_formats_until_stop(fmt: str) -> None:
+    """``length`` continues; a later ``stop`` finishes with everything merged."""
+    doc = DOCS[fmt]
+    cut = len(doc) // 2
+    state, d1 = advance(start(job(fmt)), reply(doc[:cut]))
+    assert isinstance(d1, Continue)
+    overlap = repeat_block(last_prompt(d1))
+    assert doc[:cut].endswith(overlap)
+    state, d2 = advance(state, reply(overlap + doc[cut:], "stop"))
+    assert isinstance(d2, Finish)
+    assert present(d1.append + d2.append, d2.output) == doc
+
+
+def test_stop_while_the_json_is_open_continues_with_a_warning() -> None:
+    """Some providers say ``stop`` when cut (Ollama): open JSON is continued, with a warning."""
+    cut = cut_after(DOC, '"id": 5')
+    state, d = advance(start(job()), reply(DOC[:cut], "stop"))
+    assert isinstance(d, Continue)
+    assert any("not complete" in w for w in state.metadata.warnings)
+
+
+@pytest.mark.parametrize("reason", ["tool_calls", "stop"])
+def test_done_reasons_finish_complete_json(reason: str) -> None:
+    """stop and tool_calls on complete JSON: Finish, no continuation."""
+    _, d = advance(start(job()), reply(DOC, reason))
+    assert isinstance(d, Finish)
+
+
+def test_content_filter_stops_with_the_partial_result_and_a_warning() -> None:
+    """``content_filter``: no continuation; the valid part is kept; the user is told why."""
+    c1, c2 = cut_after(DOC, '"id": 5'), cut_after(DOC, '"id": 9')
+    state, d1 = advance(start(job()), reply(DOC[:c1]))
+    state, d2 = advance(state, reply(DOC[c1:c2], "content_filter"))
+    assert isinstance(d2, Fallback)
+    assert not d2.failed and d2.output is not None
+    result = json.loads(present(d1.append + d2.append, d2.output))
+    # the cut item is kept, closed; its number "9" may have gone on, so it is dropped
+    assert [item.get("id") for item in result["items"]] == [*range(9), None]
+    assert "content filter" in d2.reason
+    assert state.metadata.fallback_used
+    assert any("content filter" in w for w in state.metadata.warnings)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "text"])
+def test_content_filter_keeps_the_partial_line_formats(fmt: str) -> None:
+    """The partial result of a filtered CSV/text job is what was merged."""
+    doc = DOCS[fmt]
+    _, d = advance(start(job(fmt)), reply(doc[:200], "content_filter"))
+    assert isinstance(d, Fallback) and not d.failed
+    assert d.output is not None
+    assert doc[:200].startswith(present(d.append, d.output)[:150])
+
+
+def test_content_filter_on_an_empty_first_reply_fails() -> None:
+    """Filtered before anything was delivered: nothing to keep, the job fails."""
+    _, d = advance(start(job()), reply("", "content_filter"))
+    assert isinstance(d, Fallback) and d.failed and d.output is None
+
+
+def test_incomplete_continues_like_length() -> None:
+    """``incomplete`` (network/timeout) with usable text: continue from it."""
+    cut = cut_after(DOC, '"id": 5')
+    details = {"reason": "timeout"}
+    state, d = advance(start(job()), reply(DOC[:cut], "incomplete", incomplete_details=details))
+    assert isinstance(d, Continue)
+    assert d.append == DOC[:cut]
+    assert state.metadata.incomplete_details == [details]
+
+
+def test_error_retries_with_backoff_then_falls_back() -> None:
+    """``error``: Retry with backoff (nothing appended), and after the limit, Fallback."""
+    cut = cut_after(DOC, '"id": 5')
+    state, d1 = advance(start(job()), reply(DOC[:cut]))
+    assert isinstance(d1, Continue)
+    state, decisions, _ = step(state, *[reply("", "error", error="HTTP 500")] * 3)
+    first = decisions[0]
+    assert isinstance(first, Retry) and first.backoff
+    assert first.messages == d1.messages
+    assert "HTTP 500" in first.reason
+    assert isinstance(decisions[1], Retry) and decisions[1].backoff
+    last = decisions[2]
+    assert isinstance(last, Fallback) and not last.failed
+    assert last.output == state.fallback
+
+
+def test_missing_finish_reason_is_a_malformed_reply_to_retry() -> None:
+    """``finish_reason=None``: the reply is malformed, even with text: retry, append nothing."""
+    spec = job()
+    state, d = advance(start(spec), reply(DOC, None))
+    assert isinstance(d, Retry)
+    assert "malformed" in d.reason and not d.backoff
+    assert d.messages == spec.conversation()
+    assert state.length == 0
+    assert state.metadata.finish_reasons == [None]
+
+
+@pytest.mark.parametrize("text", ["", "   \n\t "])
+def test_empty_first_reply_is_retried(text: str) -> None:
+    """An empty (or blank) first reply delivers nothing: retry."""
+    _, d = advance(start(job()), reply(text))
+    assert isinstance(d, Retry) and "empty" in d.reason
+
+
+def test_empty_continuation_is_retried() -> None:
+    """An empty reply cut by the limit (a reasoning model's empty partial): retry."""
+    cut = cut_after(DOC, '"id": 5')
+    state, d1 = advance(start(job()), reply(DOC[:cut]))
+    _, d2 = advance(state, reply(""))
+    assert isinstance(d2, Retry) and d2.messages == d1.messages
+
+
+def test_retries_count_against_max_attempts() -> None:
+    """A model that only fails cannot keep the job running: attempts bound retries too."""
+    spec = job(max_attempts=2, max_merge_failures=100)
+    _, decisions, _ = step(start(spec), *[reply("")] * 3)
+    assert [type(d) for d in decisions] == [Retry, Retry, Fallback]
+    assert "max_attempts" in decisions[-1].reason  # type: ignore[union-attr]
+
+
+# -- progress markers and stalls (SPEC 2.4) ----------------------------------------------
+
+
+def test_progress_marker_is_stripped_before_merging_and_recorded() -> None:
+    """``[[progress: 40%]]`` on the first line is not part of the document."""
+    c1, c2 = cut_after(DOC, '"id": 5'), cut_after(DOC, '"id": 9')
+    state, _ = advance(start(job()), reply(DOC[:c1]))
+    state, d2 = advance(state, reply("[[progress: 40%]]\n" + DOC[c1:c2]))
+    assert isinstance(d2, Continue)
+    assert d2.append == DOC[c1:c2]
+    assert state.metadata.progress_reported == [None, 40]
+    assert "40%" in last_prompt(d2)
+
+
+def test_progress_marker_on_the_last_line_is_stripped_too() -> None:
+    c1 = cut_after(DOC, '"id": 5')
+    state, _ = advance(start(job()), reply(DOC[:c1]))
+    state, d = advance(state, reply(DOC[c1:] + "\n[[progress: 100%]]", "stop"))
+    assert isinstance(d, Finish)
+    assert "progress" not in d.append
+    assert state.metadata.progress_reported[-1] == 100
+
+
+def test_progress_marker_with_crlf_line_ending_is_stripped() -> None:
+    """A marker line ending in CRLF is still a marker line."""
+    state, d = advance(start(job("text")), reply("[[progress: 10%]]\r\nOnce upon a time"))
+    assert isinstance(d, Continue)
+    assert d.append == "Once upon a time"
+    assert state.metadata.progress_reported == [10]
+
+
+def _progress_job(percents: list[int | None], stall_limit: int = 3) -> list[Decision]:
+    """A text job whose continuations each add new text and report ``percents``."""
+    words = [f"word{i:04d} " for i in range(len(percents) + 1)]
+    state, d = advance(start(job("text", stall_limit=stall_limit)), reply(words[0]))
+    decisions: list[Decision] = [d]
+    for i, percent in enumerate(percents, start=1):
+        marker = "" if percent is None else f"[[progress: {percent}%]]\n"
+        overlap = repeat_block(last_prompt(d))  # type: ignore[arg-type]
+        state, d = advance(state, reply(marker + overlap + words[i]))
+        decisions.append(d)
+        if not isinstance(d, Continue):
+            break
+    return decisions
+
+
+@pytest.mark.parametrize(
+    ("percents", "stops_at"),
+    [
+        ([10, 20, 30, 40, 50, 60], None),  # steady progress
+        ([50, 40, 30, 20], 3),  # goes down three times in a row
+        ([50, 50, 50, 50], 3),  # does not move
+        ([50, 50, 51, 51, 51, 51], 5),  # one move resets the count
+        ([10, 40, 40, 40, 40], 4),
+        ([50, 49, 50, 51, 52], None),  # a single dip is not a stall
+        ([None, None, None, None], None),  # no markers: text is appended, so it moves
+    ],
+)
+def test_stall_stops_the_job_after_stall_limit_iterations_without_progress(
+    percents: list[int | None], stops_at: int | None
+) -> None:
+    """Progress that goes down or moves < 1 point ``stall_limit`` times in a row: stalled.
+
+    ``stops_at`` is the index of the reply that stops the job; the first marker only sets
+    the baseline.
+    """
+    decisions = _progress_job(percents)
+    if stops_at is None:
+        assert all(isinstance(d, Continue) for d in decisions)
+        assert len(decisions) == len(percents) + 1
+    else:
+        assert len(decisions) == stops_at + 2
+        last = decisions[-1]
+        assert isinstance(last, Fallback) and not last.failed
+        assert last.reason.startswith("stalled")
+
+
+@pytest.mark.parametrize("stall_limit", [1, 2, 4])
+def test_stall_limit_is_configurable(stall_limit: int) -> None:
+    decisions = _progress_job([30] * 8, stall_limit=stall_limit)
+    assert isinstance(decisions[-1], Fallback)
+    assert len(decisions) == 1 + 1 + stall_limit  # first reply, first marker, repeats
+
+
+def test_without_markers_replies_that_append_nothing_stall() -> None:
+    """A model that only repeats the cut adds nothing: after ``stall_limit`` such replies, stop."""
+    state, d = advance(start(job("text")), reply(TEXT_DOC[:500]))
+    decisions = []
+    for _ in range(3):
+        state, d = advance(state, reply(state.overlap))
+        decisions.append(d)
+    assert [type(x) for x in decisions] == [Continue, Continue, Fallback]
+    last = decisions[-1]
+    assert isinstance(last, Fallback) and "stalled" in last.reason
+    assert last.output is not None and present(TEXT_DOC[:500], last.output) == TEXT_DOC[:500]
+
+
+# -- max_attempts ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("max_attempts", [1, 3, 6])
+def test_max_attempts_bounds_the_continuations(max_attempts: int) -> None:
+    """``max_attempts`` continuations, then a Fallback with what was merged (valid JSON)."""
+    model = FakeModel(DOC, chunk=60)
+    run = run_job(job(max_attempts=max_attempts), model)
+    assert isinstance(run.last, Fallback) and not run.last.failed
+    assert "max_attempts" in run.last.reason
+    assert model.calls == max_attempts + 1
+    assert run.state.metadata.continuation_count == max_attempts
+    assert run.accumulated == DOC[: len(run.accumulated)]
+    assert run.result is not None
+    json.loads(run.result)
+
+
+# -- auto format detection ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("first", "fmt"),
+    [
+        ('{"items": [{"id": 1}, {"id": 2', "json"),
+        ('[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, "a', "json"),
+        ("id,name,price\n1,Alice,3.5\n2,Bob,4\n3,Car", "csv"),
+        ("# Title\n\nSome text\n\n- a list item\n- another", "markdown"),
+        ("Once upon a time there was a long story that went on and on", "text"),
+    ],
+)
+def test_auto_detects_the_format_from_the_first_reply(first: str, fmt: str) -> None:
+    """``auto``: the first reply decides the format, recorded with a warning."""
+    state, d = advance(start(job("auto")), reply(first))
+    assert isinstance(d, Continue)
+    assert state.format.value == fmt
+    assert state.metadata.merge_strategy_used == fmt
+    assert any(f"detected from the first reply: {fmt}" in w for w in state.metadata.warnings)
+
+
+def test_auto_detected_format_is_then_fixed() -> None:
+    """Once detected, the format stays, even if a later reply looks like another one."""
+    state, d = advance(start(job("auto")), reply("id,name\n1,Alice\n2,Bob\n"))
+    assert state.format.value == "csv"
+    assert "CSV" in last_prompt(d)  # type: ignore[arg-type]
+    state, d = advance(state, reply("3,Carol\n4,Dan\n", "stop"))
+    assert isinstance(d, Finish)
+    assert state.format.value == "csv"
+    assert state.metadata.final_record_count == 4
+    assert sum("detected" in w for w in state.metadata.warnings) == 1
+
+
+def test_auto_json_job_runs_to_the_end() -> None:
+    run = run_job(job("auto", max_attempts=50), FakeModel(DOC, chunk=500))
+    assert isinstance(run.last, Finish)
+    assert run.state.format.value == "json"
+    assert run.result == DOC
+
+
+# -- metadata (SPEC 2.6) -----------------------------------------------------------------
+
+
+def test_metadata_accounts_every_iteration() -> None:
+    """Totals, per-iteration lists, who served each call, records and the strategy."""
+    c1 = cut_after(DOC, '"name": "item 3')
+    c2 = cut_after(DOC, '"tags": [\n        "a"', c1)
+    replies = [
+        reply(
+            DOC[:c1],
+            usage=Usage(input_tokens=100, output_tokens=40),
+            cost=0.25,
+            provider="openai",
+            model="gpt-x",
+            incomplete_details={"reason": "max_output_tokens"},
+        ),
+        reply(
+            DOC[c1:c2],
+            usage=Usage(input_tokens=150, output_tokens=30),
+            cost=0.5,
+            provider="anthropic",
+            model="claude-y",
+        ),
+        reply(GARBAGE, usage=Usage(input_tokens=150, output_tokens=5), cost=0.125),
+        reply(DOC[c2:], "stop", usage=Usage(input_tokens=160, output_tokens=70), cost=0.125),
+    ]
+    state, decisions, out = step(start(job()), *replies)
+    assert [type(d) for d in decisions] == [Continue, Continue, Retry, Finish]
+    assert out == DOC
+    meta = state.metadata
+    assert meta.was_continued is True
+    assert meta.continuation_count == 2
+    assert meta.total_input_tokens == 560
+    assert meta.total_output_tokens == 145
+    assert meta.total_cost_estimate == pytest.approx(1.0)
+    assert meta.chunk_sizes == [40, 30, 5, 70]
+    assert meta.finish_reasons == ["length", "length", "length", "stop"]
+    assert meta.incomplete_details == [{"reason": "max_output_tokens"}, None, None, None]
+    assert meta.truncation_points == ["$.items[3].name", "$.items[3].tags[1]"]
+    assert [(s.iteration, s.provider, s.model) for s in meta.served_by] == [
+        (1, "openai", "gpt-x"),
+        (2, "anthropic", "claude-y"),
+    ]
+    assert meta.final_record_count == 40
+    assert meta.merge_strategy_used == "json"
+    assert meta.merge_failures == 1
+    assert meta.fallback_used is False and meta.fallback_reason is None
+    assert any("could not be merged" in w for w in meta.warnings)
+
+
+@pytest.mark.parametrize(
+    ("cut_text", "point"),
+    [
+        ('{"title": "Inv', "$.title"),
+        ('{"items": [{"id": 1}, {"id": 2}, {"id": 3, "name": "Bo', "$.items[2].name"),
+        ('{"a": {"b": [1, 2, ', "$.a.b[2]"),
+        ('{"a": {"b": [[1, 2], [3', "$.a.b[1][0]"),
+        ('[{"id": 1}, {"id": 2}, {"id":', "$[2].id"),
+    ],
+)
+def test_truncation_points_are_json_paths(cut_text: str, point: str) -> None:
+    """Each JSON cut is recorded as a path to the element being written."""
+    state, d = advance(start(job()), reply(cut_text))
+    assert isinstance(d, Continue)
+    assert state.metadata.truncation_points == [point]
+
+
+def test_line_format_truncation_points_and_record_counts() -> None:
+    """CSV cuts are rows, text cuts are characters; CSV counts complete records."""
+    state, _ = advance(start(job("csv")), reply("id,name\n1,Alice\n2,Bob\n3,Ca"))
+    assert state.metadata.truncation_points == ["row:2"]
+    assert state.metadata.final_record_count == 2
+    state, _ = advance(start(job("text")), reply("Once upon a time"))
+    assert state.metadata.truncation_points == ["char:16"]
+
+
+def test_fallback_metadata_says_why() -> None:
+    state, _, _ = step(start(job()), reply(DOC[:100]), *[reply(GARBAGE)] * 3)
+    meta = state.metadata
+    assert meta.fallback_used is True
+    assert meta.fallback_reason is not None and "consecutive failures" in meta.fallback_reason
+    assert meta.merge_success is False
+    assert meta.merge_failures == 3
+
+
+# -- the state: serialisable and bounded -------------------------------------------------
+
+
+def test_state_round_trips_through_json_at_every_step() -> None:
+    """The state a worker chains is plain JSON and loses nothing."""
+    spec = job(max_attempts=50)
+    model = FakeModel(DOC, chunk=300, marker=True, fail_every=4, failure=reply(GARBAGE))
+    state = start(spec)
+    messages = state.messages
+    for _ in range(8):
+        again = JobState.model_validate_json(state.model_dump_json())
+        assert again == state
+        state, d = advance(state, model(messages))
+        assert isinstance(d, Continue | Retry)
+        messages = d.messages
+    assert JobState.model_validate_json(state.model_dump_json()) == state
+
+
+def test_a_job_resumed_from_json_decides_exactly_as_one_kept_in_memory() -> None:
+    """Serialising the state between iterations changes nothing: the engine is pure."""
+    spec = job(max_attempts=100)
+    kept = run_job(spec, FakeModel(DOC, chunk=250, marker=True, fail_every=5))
+    chained = run_job(spec, FakeModel(DOC, chunk=250, marker=True, fail_every=5), roundtrip=True)
+    assert chained.decisions == kept.decisions
+    assert chained.accumulated == kept.accumulated == DOC
+    assert chained.state == kept.state
+
+
+def _long_doc(min_chars: int) -> str:
+    items = []
+    text = "lorem ipsum dolor sit amet, consectetur adipiscing elit "
+    i = 0
+    while sum(len(x) for x in items) < min_chars:
+        items.append(json.dumps({"id": i, "name": f"item {i}", "text": text * (1 + i % 3)}))
+        i += 1
+    return '{"title": "long", "items": [\n  ' + ",\n  ".join(items) + "\n]}"
+
+
+def test_state_size_does_not_grow_with_the_output() -> None:
+    """300 iterations of ~2 KB (> 600 KB): the state stays bounded, the output is exact.
+
+    The model reports whole percents and each reply is a third of a point: steady progress
+    that must not be taken for a stall.
+    """
+    doc = _long_doc(620_000)
+    spec = job(max_attempts=1000)
+    model = FakeModel(doc, chunk=2100, marker=True)
+    state = start(spec)
+    messages = state.messages
+    accumulated = ""
+    sizes = []
+    while True:
+        state, d = advance(state, model(messages))
+        accumulated += d.append
+        sizes.append(len(state.model_dump_json()))
+        if not isinstance(d, Continue):
+            break
+        messages = d.messages
+    assert isinstance(d, Finish)
+    assert model.calls >= 290
+    assert accumulated == doc
+    assert present(accumulated, d.output) == doc
+    assert len(state.tail) == TAIL_CHARS
+    # the tail window (JSON-escaped), the spec, the prompt, and bounded per-iteration records
+    fixed = len(json.dumps(state.tail)) + len(spec.model_dump_json())
+    fixed += len(json.dumps(state.messages[-1].content))
+    assert max(sizes) < fixed + 200 * MAX_ITERATION_RECORDS
+    # once the per-iteration records are full, the size is flat
+    plateau = sizes[MAX_ITERATION_RECORDS + 10 :]
+    assert max(plateau) - min(plateau) < 8_000
+    meta = state.metadata
+    assert len(meta.chunk_sizes) == MAX_ITERATION_RECORDS
+    assert meta.records_dropped == model.calls - MAX_ITERATION_RECORDS
+    assert meta.continuation_count == model.calls - 1
+
+
+# -- whole jobs against a model that follows the prompt ----------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["json", "csv", "markdown", "text"])
+@pytest.mark.parametrize(
+    "behaviour",
+    [
+        {},
+        {"repeat": False},
+        {"marker": True},
+        {"prose": "Sure! Here is the rest:"},
+        {"chunk": 97},
+        {"fail_every": 3},
+    ],
+    ids=["repeat", "no-repeat", "marker", "prose", "small-chunks", "some-errors"],
+)
+def test_whole_job_reconstructs_the_document_exactly(fmt: str, behaviour: dict[str, Any]) -> None:
+    """Every format, every common model habit: the merged output is the target, byte for byte."""
+    doc = DOCS[fmt]
+    model = FakeModel(doc, **behaviour)
+    run = run_job(job(fmt, max_attempts=500), model)
+    assert isinstance(run.last, Finish), run.last
+    assert run.result == doc
+    assert run.accumulated.startswith(doc)
+    meta = run.state.metadata
+    assert meta.continuation_count >= 2
+    assert meta.merge_strategy_used == fmt
+    assert not meta.fallback_used
+
+
+@pytest.mark.parametrize("behaviour", [{"reindent": True}, {"prose": "Continuing the JSON:"}])
+def test_json_job_with_reindented_or_introduced_repeats_keeps_the_value(
+    behaviour: dict[str, Any],
+) -> None:
+    """A repeat that differs in indentation, or follows prose, merges to the same JSON value."""
+    run = run_job(job("json", max_attempts=200), FakeModel(DOC, exact=False, **behaviour))
+    assert isinstance(run.last, Finish)
+    assert run.result is not None
+    assert json.loads(run.result) == json.loads(DOC)
+
+
+def test_whole_csv_job_counts_records() -> None:
+    run = run_job(job("csv", max_attempts=200), FakeModel(CSV_DOC, chunk=333))
+    assert run.result == CSV_DOC
+    assert run.state.metadata.final_record_count == 150
+    assert all(p.startswith("row:") for p in run.state.metadata.truncation_points)

@@ -1,0 +1,214 @@
+"""Plain-text stitching and the shared seam rules (SPEC §2.3: "the same safety rules as JSON").
+
+Overlaps of 8+ characters are removed once; shorter ones are ambiguous and read as exact
+continuation with a warning; a restart never duplicates; wrappers and prose go.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from core.merge import Merge
+from core.overlap import Splice
+from core.text_stitch import (
+    REPEATED,
+    TextScan,
+    clean_fragment,
+    close_text,
+    line_overlap,
+    merge_text,
+    split_closing_fence,
+    start_text,
+)
+
+TAIL = 65536
+
+
+def stitch(*fragments: str) -> tuple[str, TextScan, list[Merge]]:
+    """Feed fragments as the engine does: the tail is the last 64 KiB of what was kept."""
+    scan, merge = start_text(fragments[0])
+    text, merges = merge.append, [merge]
+    for fragment in fragments[1:]:
+        scan, merge = merge_text(scan, text[-TAIL:], fragment)
+        assert merge.ok, merge.error
+        text += merge.append
+        merges.append(merge)
+    assert scan.length == len(text)
+    return text, scan, merges
+
+
+def warned(merges: list[Merge], words: str) -> bool:
+    return any(words in warning for merge in merges for warning in merge.warnings)
+
+
+@pytest.mark.parametrize(
+    ("fragments", "expected", "splice"),
+    [
+        pytest.param(["Hello ", "world"], "Hello world", Splice(0), id="exact-continuation"),
+        pytest.param(
+            ["The quick brown fox", "brown fox jumps"],
+            "The quick brown fox jumps",
+            Splice(9),
+            id="overlap-of-8-or-more-is-removed-once",
+        ),
+        pytest.param(
+            ["The quick brown fox", "Here is the rest:\nbrown fox jumps"],
+            "The quick brown fox jumps",
+            Splice(9, 18),
+            id="prose-line-before-the-overlap-is-dropped",
+        ),
+        pytest.param(
+            ["The quick brown fox", "```text\nbrown fox jumps\n```"],
+            "The quick brown fox jumps\n",
+            Splice(9, 8),
+            id="fence-wrapper-around-an-overlap-is-dropped-with-its-closing-line",
+        ),
+        pytest.param(
+            ["Line one\n", "```\nLine two\n```"],
+            "Line one\nLine two\n",
+            Splice(0, 4),
+            id="fence-wrapper-around-an-exact-continuation-is-dropped",
+        ),
+        pytest.param(
+            ["Line one\nLine two\n", "Line two \r\nLine three\n"],
+            "Line one\nLine two\nLine three\n",
+            Splice(11),
+            id="repeated-line-with-other-trailing-white-space-is-removed-once",
+        ),
+        pytest.param(
+            ["aaaaaaaaaaaa", "aaaaaaaaaaaaaaab"],
+            "aaaaaaaaaaaaaaab",
+            Splice(12),
+            id="periodic-text-takes-the-longest-overlap",
+        ),
+    ],
+)
+def test_overlap_merge(fragments: list[str], expected: str, splice: Splice) -> None:
+    text, _, merges = stitch(*fragments)
+    assert text == expected
+    assert merges[-1].splice == splice
+
+
+@pytest.mark.parametrize(
+    ("fragments", "expected"),
+    [
+        pytest.param(["Hello wor", "world"], "Hello worworld", id="three-characters"),
+        pytest.param(["abc lo", "lo there"], "abc lolo there", id="two-characters"),
+        pytest.param(["1234567", "1234567 end"], "12345671234567 end", id="seven-characters"),
+    ],
+)
+def test_short_overlap_is_ambiguous_and_read_as_exact_continuation(
+    fragments: list[str], expected: str
+) -> None:
+    """Below 8 characters a repeat is as often a coincidence: nothing is dropped, but said."""
+    text, _, merges = stitch(*fragments)
+    assert text == expected
+    assert warned(merges, "ambiguous short overlap")
+
+
+DOC = "Once upon a time there was a kingdom by the sea. It was"
+
+
+@pytest.mark.parametrize(
+    ("fragment", "expected", "warning"),
+    [
+        pytest.param(DOC[:40], DOC, REPEATED, id="restart-repeating-only-received-text"),
+        pytest.param(DOC + " small.", DOC + " small.", None, id="restart-extending-it"),
+        pytest.param(
+            "Let me start over:\n" + DOC[:45], DOC, REPEATED, id="restart-after-a-prose-line"
+        ),
+        pytest.param(DOC[-12:], DOC, REPEATED, id="fragment-repeating-only-the-tail-end"),
+    ],
+)
+def test_restart_never_duplicates(fragment: str, expected: str, warning: str | None) -> None:
+    text, _, merges = stitch(DOC, fragment)
+    assert text == expected
+    if warning:
+        assert warned(merges, warning)
+
+
+def test_restart_beyond_the_tail_window_appends_only_the_new_part() -> None:
+    doc = "Chapter one of a rather long story.\n" + "".join(
+        f"Line {i} of the story.\n" for i in range(4000)
+    )
+    assert len(doc) > TAIL
+    text, _, merges = stitch(doc[:-9], doc + "The end.\n")
+    assert text == doc + "The end.\n"
+    assert warned(merges, "restarted")
+
+
+def test_restart_beyond_the_tail_window_repeating_old_text_appends_nothing() -> None:
+    doc = "Chapter one of a rather long story.\n" + "x y z\n" * 20000
+    text, _, merges = stitch(doc, doc[:500])
+    assert text == doc
+    assert warned(merges, REPEATED)
+
+
+def test_a_recurring_short_line_is_not_a_restart() -> None:
+    """Only a long repeat of the document's start is a restart: short lines recur."""
+    text, _, _ = stitch("Chapter one\nText.\n", "Chapter one\n")
+    assert text == "Chapter one\nText.\nChapter one\n"
+
+
+@pytest.mark.parametrize(
+    ("fragment", "cleaned", "words"),
+    [
+        pytest.param("\ufeffabc", "abc", "byte-order mark", id="bom"),
+        pytest.param("a\x00b\x00", "ab", "2 NUL", id="nul"),
+        pytest.param("a\ud800b\udfff", "ab", "2 lone surrogate", id="lone-surrogates"),
+        pytest.param("a\ud83d\ude00", "a\U0001f600", "joined 1 surrogate pair", id="pair"),
+    ],
+)
+def test_clean_fragment(fragment: str, cleaned: str, words: str) -> None:
+    text, warnings = clean_fragment(fragment)
+    assert text == cleaned
+    assert any(words in warning for warning in warnings)
+
+
+@pytest.mark.parametrize(
+    ("text", "fence", "line_start", "split"),
+    [
+        pytest.param("a\n```", "```", True, ("a\n", "```"), id="closing-line"),
+        pytest.param("a\n````\n", "```", True, ("a\n", "````\n"), id="longer-closing-line"),
+        pytest.param("a\n``", "```", True, ("a\n``", ""), id="too-short"),
+        pytest.param("a\n~~~", "```", True, ("a\n~~~", ""), id="other-character"),
+        pytest.param("```", "```", False, ("```", ""), id="continues-a-cut-line"),
+        pytest.param("a ```", "```", True, ("a ```", ""), id="not-on-its-own-line"),
+    ],
+)
+def test_split_closing_fence(
+    text: str, fence: str, line_start: bool, split: tuple[str, str]
+) -> None:
+    assert split_closing_fence(text, fence, line_start=line_start) == split
+
+
+@pytest.mark.parametrize(
+    ("tail", "body", "whole", "size"),
+    [
+        pytest.param("x\nsame line\n", "same line\nnew", True, 10, id="one-line"),
+        pytest.param("x\nab\n", "ab\nnew", True, 0, id="too-short-to-prove"),
+        pytest.param("x\nsame line", "same line\nnew", True, 0, id="tail-mid-line"),
+        pytest.param("same line\n", "same line\nnew", False, 0, id="window-first-line-may-be-cut"),
+    ],
+)
+def test_line_overlap(tail: str, body: str, whole: bool, size: int) -> None:
+    assert line_overlap(tail, body, whole=whole) == size
+
+
+def test_records_count_complete_lines_and_close_keeps_everything() -> None:
+    text, scan, _ = stitch("a\nb", "c\nd")
+    assert scan.records == 2
+    assert close_text(scan) == (len(text), "")
+
+
+def test_empty_fragment_is_a_merge_failure_and_leaves_the_scan_unchanged() -> None:
+    scan, _ = start_text("abc")
+    again, merge = merge_text(scan, "abc", "\ufeff")
+    assert not merge.ok
+    assert again is scan
+    assert not start_text("")[1].ok
+
+
+def test_scan_survives_a_json_round_trip() -> None:
+    _, scan, _ = stitch("héllo\nwörld 🌍")
+    assert TextScan.model_validate_json(scan.model_dump_json()) == scan
