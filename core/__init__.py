@@ -4,6 +4,7 @@
 ``stitch(fragments, fmt)`` merges fragments offline with the same mergers.
 """
 
+from core.contexts import JsonContexts, json_contexts
 from core.engine import advance, start
 from core.formats import detect_format
 from core.models import (
@@ -40,6 +41,7 @@ __all__ = [
     "FinishReason",
     "JobSpec",
     "JobState",
+    "JsonContexts",
     "Message",
     "OnFailure",
     "OutputFormat",
@@ -51,6 +53,7 @@ __all__ = [
     "ValidationOptions",
     "advance",
     "detect_format",
+    "json_contexts",
     "review",
     "start",
     "stitch",
