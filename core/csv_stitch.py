@@ -17,15 +17,15 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict
 
+from core.extraction import clean_text
 from core.merge import Merge
 from core.overlap import MIN_OVERLAP, preamble_starts
-from core.text_stitch import (
+from core.seam import (
     EMPTY,
     FENCE_OPENER,
     RESTART_MIN,
     Accept,
     Seam,
-    clean_fragment,
     finish,
     grow_head,
     plan_seam,
@@ -203,7 +203,7 @@ def csv_wrapper(fragment: str) -> re.Match[str] | None:
 
 def start_csv(fragment: str) -> tuple[CsvScan, Merge]:
     """Clean the first fragment; a code fence wrapping it (and prose before it) is dropped."""
-    text, warnings = clean_fragment(fragment)
+    text, warnings = clean_text(fragment)
     reading = start_reading(text, csv_wrapper(text))
     append = reading.append
     if reading.fence:
@@ -217,7 +217,7 @@ def merge_csv(scan: CsvScan, tail: str, fragment: str) -> tuple[CsvScan, Merge]:
     """Append a continuation, using the header's field count to read the seam."""
     if not scan.length:
         return start_csv(fragment)
-    text, warnings = clean_fragment(fragment)
+    text, warnings = clean_text(fragment)
     if not text:
         return scan, Merge.failed(EMPTY, *warnings)
     reading = plan_seam(tail, scan.length, scan.head, text, _seam(scan))

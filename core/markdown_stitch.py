@@ -20,12 +20,12 @@ from collections.abc import Callable
 
 from pydantic import BaseModel, ConfigDict
 
+from core.extraction import clean_text
 from core.merge import Merge
-from core.text_stitch import (
+from core.seam import (
     EMPTY,
     FENCE_OPENER,
     Seam,
-    clean_fragment,
     finish,
     grow_head,
     plan_seam,
@@ -190,7 +190,7 @@ def _close_wrapper(
 
 def start_markdown(fragment: str) -> tuple[MarkdownScan, Merge]:
     """Clean the first fragment; a ```markdown fence wrapping it is dropped."""
-    text, warnings = clean_fragment(fragment)
+    text, warnings = clean_text(fragment)
     reading = start_reading(text, markdown_wrapper(text))
     scan, append = _close_wrapper(MarkdownScan(), reading.append, reading.fence, line_start=True)
     if not append:
@@ -202,7 +202,7 @@ def merge_markdown(scan: MarkdownScan, tail: str, fragment: str) -> tuple[Markdo
     """Append a continuation without gluing blocks or breaking code blocks."""
     if not scan.length:
         return start_markdown(fragment)
-    text, warnings = clean_fragment(fragment)
+    text, warnings = clean_text(fragment)
     if not text:
         return scan, Merge.failed(EMPTY, *warnings)
     seam = Seam(wrapper=markdown_wrapper, drop_repeat=_table_dropper(scan), strip_close=False)

@@ -46,18 +46,29 @@ def exact_overlaps(tail: str, fragment: str, *, start: int = 0) -> Iterator[int]
     anchor_len = min(MIN_OVERLAP, limit)
     anchor = fragment[start : start + anchor_len]
     n = len(tail)
+    lo = n - limit
     # Long overlaps: every occurrence of the fragment's first characters in the tail is a
-    # candidate start; scanning left to right gives the longest overlap first.
-    i = tail.find(anchor, n - limit)
-    hits = 0
-    while i != -1 and hits < MAX_ANCHOR_HITS:
+    # candidate start. In periodic text there can be many: the first hits from the far
+    # end (the longest overlaps, restarts) and from the near end (the usual short repeat)
+    # are examined, so the search stays bounded and misses neither kind.
+    hits: list[int] = []
+    i = tail.find(anchor, lo)
+    while i != -1 and len(hits) < MAX_ANCHOR_HITS:
+        hits.append(i)
+        i = tail.find(anchor, i + 1)
+    if i != -1:
+        near: list[int] = []
+        j = tail.rfind(anchor, lo)
+        while j > hits[-1] and len(near) < MAX_ANCHOR_HITS:
+            near.append(j)
+            j = tail.rfind(anchor, lo, j + anchor_len - 1)
+        hits += reversed(near)
+    for i in hits:
         k = n - i
         if k <= anchor_len:
             break
         if fragment.startswith(tail[i:], start):
             yield k
-        hits += 1
-        i = tail.find(anchor, i + 1)
     for k in range(anchor_len, 0, -1):
         if tail.endswith(fragment[start : start + k]):
             yield k

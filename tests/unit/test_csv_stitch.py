@@ -13,7 +13,7 @@ import pytest
 
 from core.csv_stitch import CsvMode, CsvScan, close_csv, merge_csv, scan_rows, start_csv
 from core.merge import Merge
-from core.text_stitch import REPEATED
+from core.seam import REPEATED
 
 TAIL = 65536
 
@@ -196,6 +196,26 @@ def test_overlaps_are_removed_once(fragments: list[str], expected: str) -> None:
     assert stitch(*fragments)[0] == expected
 
 
+@pytest.mark.parametrize(
+    ("fragments", "expected"),
+    [
+        pytest.param(
+            ["id,v\n2024-01-04,a\n2024-01-0", "5,b\n2024-01-06,c\n"],
+            "id,v\n2024-01-04,a\n2024-01-05,b\n2024-01-06,c\n",
+            id="rest-of-the-cut-row-is-kept-although-the-next-row-starts-like-the-cut-one",
+        ),
+        pytest.param(
+            ["id,v\n2024-01-04,a\n2024-01-0", "Continuing\n2024-01-05,b\n"],
+            "id,v\n2024-01-04,a\n2024-01-05,b\n",
+            id="prose-line-is-dropped-when-keeping-it-would-break-the-row-width",
+        ),
+    ],
+)
+def test_rows_sharing_a_prefix(fragments: list[str], expected: str) -> None:
+    """Dates or ids sharing a prefix make an exact continuation look like prose + repeat."""
+    assert stitch(*fragments)[0] == expected
+
+
 def test_ambiguous_short_overlap_is_treated_as_exact_continuation_with_a_warning() -> None:
     """A 5-character repeat of a whole row does not change any width: nothing proves it."""
     text, _, merges = stitch("id,name\n1,Al\n2,Bo\n", "2,Bo\n3,Cy\n")
@@ -322,7 +342,7 @@ def test_close_keeps_complete_rows_only(fragments: list[str], kept: str) -> None
     assert text[:end] + suffix == kept
 
 
-@pytest.mark.parametrize("fragment", ["", "\x00\ufeff"])
+@pytest.mark.parametrize("fragment", ["", "\ufeff\x00"])
 def test_empty_fragment_is_a_merge_failure_and_leaves_the_scan_unchanged(fragment: str) -> None:
     scan, _ = start_csv("id,name\n1,a\n")
     again, merge = merge_csv(scan, "id,name\n1,a\n", fragment)

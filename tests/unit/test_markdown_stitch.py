@@ -13,7 +13,7 @@ import pytest
 
 from core.markdown_stitch import MarkdownScan, close_markdown, merge_markdown, start_markdown
 from core.merge import Merge
-from core.text_stitch import REPEATED
+from core.seam import REPEATED
 
 TAIL = 65536
 
@@ -242,6 +242,11 @@ def test_table_state_is_kept_across_the_cut() -> None:
 )
 def test_seam_repeats_and_wrappers_are_removed_once(fragments: list[str], expected: str) -> None:
     assert stitch(*fragments)[0] == expected
+
+
+def test_list_items_sharing_a_prefix_are_not_read_as_preamble_and_repeat() -> None:
+    text, _, _ = stitch("- Item number 1: a\n- Item number ", "2: b\n- Item number 3: c\n")
+    assert text == "- Item number 1: a\n- Item number 2: b\n- Item number 3: c\n"
 
 
 def test_ambiguous_short_overlap_is_exact_continuation_with_a_warning() -> None:

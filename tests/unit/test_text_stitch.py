@@ -10,14 +10,15 @@ import pytest
 
 from core.merge import Merge
 from core.overlap import Splice
-from core.text_stitch import (
+from core.seam import (
     REPEATED,
-    TextScan,
-    clean_fragment,
-    close_text,
     line_overlap,
-    merge_text,
     split_closing_fence,
+)
+from core.text_stitch import (
+    TextScan,
+    close_text,
+    merge_text,
     start_text,
 )
 
@@ -92,6 +93,41 @@ def test_overlap_merge(fragments: list[str], expected: str, splice: Splice) -> N
 @pytest.mark.parametrize(
     ("fragments", "expected"),
     [
+        pytest.param(
+            ["Entry number 1: a\nEntry number 2: b\nEntry number ", "3: c\nEntry number 4: d\n"],
+            "Entry number 1: a\nEntry number 2: b\nEntry number 3: c\nEntry number 4: d\n",
+            id="rest-of-the-cut-line-is-not-a-preamble-before-a-shared-line-prefix",
+        ),
+        pytest.param(
+            ["The quick brown fox\njumps over", "Sure thing.\nbrown fox\njumps over the dog"],
+            "The quick brown fox\njumps over the dog",
+            id="prose-without-a-colon-before-a-repeat-across-lines-is-dropped",
+        ),
+        pytest.param(
+            ["Entry number 1: a\nEntry number ", "Here it is:\nEntry number 2: b\n"],
+            "Entry number 1: a\nEntry number 2: b\n",
+            id="prose-ending-with-a-colon-before-a-repeat-of-the-cut-line-is-dropped",
+        ),
+    ],
+)
+def test_preamble_or_rest_of_the_cut_line(fragments: list[str], expected: str) -> None:
+    """In lines sharing a prefix, an exact continuation looks like "preamble + repeat"."""
+    assert stitch(*fragments)[0] == expected
+
+
+def test_overlap_near_the_end_of_a_repetitive_tail_is_found() -> None:
+    """The overlap search bounds its anchor hits; the end of a long list is still reached."""
+    doc = "".join(f"Line {i} of some text with words.\n" for i in range(100_000))
+    cut = doc.index("Line 50000 ") + len("Line 50000 ") + 200  # the overlap starts at "of some"
+    fragment = doc[cut - 200 : cut + 100_000]  # a long fragment: the whole tail is searched
+    text, _, merges = stitch(doc[:cut], fragment)
+    assert text == doc[: cut + 100_000]
+    assert merges[-1].splice == Splice(200)
+
+
+@pytest.mark.parametrize(
+    ("fragments", "expected"),
+    [
         pytest.param(["Hello wor", "world"], "Hello worworld", id="three-characters"),
         pytest.param(["abc lo", "lo there"], "abc lolo there", id="two-characters"),
         pytest.param(["1234567", "1234567 end"], "12345671234567 end", id="seven-characters"),
@@ -151,18 +187,20 @@ def test_a_recurring_short_line_is_not_a_restart() -> None:
 
 
 @pytest.mark.parametrize(
-    ("fragment", "cleaned", "words"),
+    ("fragments", "expected", "words"),
     [
-        pytest.param("\ufeffabc", "abc", "byte-order mark", id="bom"),
-        pytest.param("a\x00b\x00", "ab", "2 NUL", id="nul"),
-        pytest.param("a\ud800b\udfff", "ab", "2 lone surrogate", id="lone-surrogates"),
-        pytest.param("a\ud83d\ude00", "a\U0001f600", "joined 1 surrogate pair", id="pair"),
+        pytest.param(["\ufeffabc"], "abc", "byte-order mark", id="leading-bom-of-the-first"),
+        pytest.param(["abc", "\ufeffdef"], "abcdef", "byte-order mark", id="leading-bom-of-a-next"),
+        pytest.param(["a\x00b", "c\x00"], "abc", "NUL", id="nul"),
+        pytest.param(["a\ud800b", "c\udfff"], "abc", "surrogate", id="lone-surrogates"),
     ],
 )
-def test_clean_fragment(fragment: str, cleaned: str, words: str) -> None:
-    text, warnings = clean_fragment(fragment)
-    assert text == cleaned
-    assert any(words in warning for warning in warnings)
+def test_encoding_debris_is_removed_with_a_warning(
+    fragments: list[str], expected: str, words: str
+) -> None:
+    text, _, merges = stitch(*fragments)
+    assert text == expected
+    assert warned(merges, words)
 
 
 @pytest.mark.parametrize(
