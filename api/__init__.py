@@ -1,1 +1,1 @@
-"""placeholder"""
+"""The status API."""

@@ -1,1 +1,1 @@
-"""placeholder"""
+"""Celery workers, the Redis job store, and the provider adapters."""

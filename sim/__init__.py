@@ -1,0 +1,1 @@
+"""The simulated LLM: an OpenAI-compatible server that writes long documents."""

@@ -1,0 +1,30 @@
+"""Provider profiles: which adapter, where, with which key variable, model and prices.
+
+A profile names the *environment variable* that holds its API key, never the key: keys
+are read from the environment of the process that makes the call, at call time.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Kind = Literal["openai", "openai-responses", "anthropic", "sim"]
+
+
+class Profile(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str
+    kind: Kind
+    base_url: str | None = Field(None, description="None: the provider's public endpoint.")
+    api_key_env: str | None = Field(None, description="Name of the variable holding the key.")
+    model: str | None = Field(None, description="Default model when the job names none.")
+    price_input_per_mtok: float = Field(0.0, ge=0)
+    price_output_per_mtok: float = Field(0.0, ge=0)
+    timeout_s: float = Field(600.0, gt=0, description="Read timeout of one call.")
+    max_retries: int = Field(4, ge=0, description="Retries of transient errors per call.")
+    backoff_base_s: float = Field(1.0, gt=0)
+    backoff_cap_s: float = Field(60.0, gt=0)
+    prefill: bool = Field(True, description="Use assistant prefill where the adapter can.")
