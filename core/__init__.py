@@ -27,6 +27,7 @@ from core.state import (
     Finish,
     JobState,
     OutputRef,
+    ProviderSwitch,
     Retry,
 )
 from core.stitch import StitchResult, stitch
@@ -47,6 +48,7 @@ __all__ = [
     "OutputFormat",
     "OutputRef",
     "ProviderResponse",
+    "ProviderSwitch",
     "Retry",
     "StitchResult",
     "Usage",

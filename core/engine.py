@@ -68,6 +68,7 @@ def advance(state: JobState, response: ProviderResponse) -> tuple[JobState, Deci
     else:
         appended = ""
     s.merge_failures = 0
+    s.response_id = response.response_id
     s.metadata.chunk_chars.append(len(appended))
     assert s.scan is not None
     s.metadata.final_record_count = stitcher.records(s.scan)

@@ -40,6 +40,15 @@ class Served(BaseModel):
     model: str
 
 
+class ProviderSwitch(BaseModel):
+    """A fallback from one provider profile to the next (SPEC 3)."""
+
+    iteration: int
+    from_profile: str
+    to_profile: str
+    reason: str
+
+
 class ContinuationMetadata(BaseModel):
     """Carried on every result (SPEC 2.6, seed 002).
 
@@ -70,6 +79,7 @@ class ContinuationMetadata(BaseModel):
     warnings: list[str] = Field(default_factory=list)
     warnings_dropped: int = 0
     served_by: list[Served] = Field(default_factory=list)
+    provider_fallbacks: list[ProviderSwitch] = Field(default_factory=list)
     records_dropped: int = 0
 
     def make_room(self) -> None:
@@ -117,6 +127,12 @@ class JobState(BaseModel):
     repairs: int = 0
     overlap: str = ""
     messages: list[Message]
+    # Which provider profile serves (an index into spec.providers, or the default list),
+    # the last accepted reply's id (stateful continuation), and whether assistant prefill
+    # may still be tried. The runner sets them; the engine only keeps the reply id.
+    provider_index: int = 0
+    response_id: str | None = None
+    prefill: bool = True
     metadata: ContinuationMetadata = Field(default_factory=ContinuationMetadata)
 
     def appended(self, text: str) -> dict[str, Any]:

@@ -24,6 +24,7 @@ EXPECTED_ALL = [
     "OutputFormat",
     "OutputRef",
     "ProviderResponse",
+    "ProviderSwitch",
     "Retry",
     "StitchResult",
     "Usage",
