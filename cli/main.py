@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from cli import stitch_cmd
+from cli import run_cmd, sim_cmd, stitch_cmd
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -19,7 +19,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run LLM generations longer than a model's output limit.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    run_cmd.register(commands)
     stitch_cmd.register(commands)
+    sim_cmd.register(commands)
     return parser
 
 

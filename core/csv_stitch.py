@@ -23,6 +23,7 @@ from core.overlap import MIN_OVERLAP, preamble_starts
 from core.seam import (
     EMPTY,
     FENCE_OPENER,
+    NO_SEAM,
     RESTART_MIN,
     Accept,
     Seam,
@@ -221,6 +222,8 @@ def merge_csv(scan: CsvScan, tail: str, fragment: str) -> tuple[CsvScan, Merge]:
     if not text:
         return scan, Merge.failed(EMPTY, *warnings)
     reading = plan_seam(tail, scan.length, scan.head, text, _seam(scan))
+    if reading is None:
+        return scan, Merge.failed(NO_SEAM, *warnings)
     return _checked(scan, reading.append, finish(reading, reading.append, warnings))
 
 

@@ -96,10 +96,10 @@ def _decide(
             "but the JSON is not complete: continuing"
         )
     if s.iteration > 1:
-        stall = Stall(s.stall_percent, s.stall_count, s.stall_chars).update(
+        stall = Stall(s.stall_percent, s.stall_count, s.stall_chars, s.stall_pending).update(
             percent, len(appended), s.length - len(appended)
         )
-        s.stall_percent, s.stall_count, s.stall_chars = stall.as_tuple()
+        s.stall_percent, s.stall_count, s.stall_chars, s.stall_pending = stall.as_tuple()
         if stall.stalled(cfg.stall_limit):
             return _fallback(s, f"stalled: no progress for {stall.count} iterations", appended)
     s.metadata.truncation_points.append(_truncation_point(s))

@@ -25,11 +25,12 @@ from core.overlap import MIN_OVERLAP, Splice, exact_overlaps, preamble_starts, s
 
 _FENCE_AT = re.compile(r"\s*(```|~~~)[^\n]*(?:\n\s*)?\Z")
 _NON_WS = re.compile(r"\S+")
-# A preamble line is a fence opener, or prose: it starts with a letter and holds none of
-# the characters that make JSON structure (a cut inside a string continues with letters).
+# A preamble line is blank, a fence opener, or prose: it starts with a letter and holds
+# none of the characters that make JSON structure (a cut inside a string continues with
+# letters).
 _PROSE_LINE = re.compile(
     r"[ \t]*(?:(?:```|~~~)[A-Za-z0-9_+-]*[ \t]*"
-    r"|(?!(?:true|false|null)\b)[A-Za-z][^\n\"{}\[\]]*)\n"
+    r"|(?!(?:true|false|null)\b)[A-Za-z][^\n\"{}\[\]]*)?\n"
 )
 #: How much of a fragment the whitespace-insensitive search looks at.
 _COMPACT_LIMIT = 8192
@@ -69,13 +70,14 @@ def merge_json(
     if not text:
         return scan, Merge.failed("the fragment is empty", *warnings)
     candidates = splice_candidates(tail, text)
-    direct = [c for c in candidates if c.overlap >= MIN_OVERLAP and c.prose == 0]
+    # A repeat must say something: one made only of whitespace (the indentation at the
+    # cut) matches by coincidence as often as not, so it only counts as a short one.
+    informative = [c for c in candidates if c.overlap >= MIN_OVERLAP and _says(text, c)]
+    direct = [c for c in informative if c.prose == 0]
     for splice in direct:
         if (done := _accept(scan, text, splice, warnings)) is not None:
             return done
-    after_prose = _prose_first(
-        [c for c in candidates if c.overlap >= MIN_OVERLAP and c.prose > 0], text
-    )
+    after_prose = _prose_first([c for c in informative if c.prose > 0], text)
     compact = list(_compact_splices(tail, text, in_string=scan.carry_kind is Carry.STRING))
     if _restarts(head, text):
         # A restart is only usable when it re-emits everything received and goes on.
@@ -92,7 +94,7 @@ def merge_json(
         # not a coincidence; an exact one is the better evidence, so it comes first.
         if (done := _accept(scan, text, splice, warnings)) is not None:
             return done
-    short = [c for c in candidates if 0 < c.overlap < MIN_OVERLAP]
+    short = [c for c in candidates if c.overlap and c not in informative]
     zero = _scan_appended(scan, text)
     if zero is not None:
         # An exact continuation that scans beats any reading that needs a preamble or
@@ -112,6 +114,11 @@ def merge_json(
     return scan, Merge.failed(
         f"no overlap with the cut text and no valid continuation ({why})", *warnings
     )
+
+
+def _says(text: str, splice: Splice) -> bool:
+    """Does the repeated part hold anything but whitespace?"""
+    return not text[splice.prose : splice.skip].isspace()
 
 
 def _accept(

@@ -25,6 +25,7 @@ from core.merge import Merge
 from core.seam import (
     EMPTY,
     FENCE_OPENER,
+    NO_SEAM,
     Seam,
     finish,
     grow_head,
@@ -207,6 +208,8 @@ def merge_markdown(scan: MarkdownScan, tail: str, fragment: str) -> tuple[Markdo
         return scan, Merge.failed(EMPTY, *warnings)
     seam = Seam(wrapper=markdown_wrapper, drop_repeat=_table_dropper(scan), strip_close=False)
     reading = plan_seam(tail, scan.length, scan.head, text, seam)
+    if reading is None:
+        return scan, Merge.failed(NO_SEAM, *warnings)
     append = reading.append
     if needs_break(scan, append):
         append = "\n" + append

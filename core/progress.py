@@ -47,35 +47,45 @@ def split_marker(text: str) -> tuple[str, int | None]:
 class Stall:
     """Progress bookkeeping carried between iterations.
 
-    ``quiet_chars``: characters merged since the reported progress last moved and since
-    the last iteration counted as stalled.
+    A marker reports the share delivered *before* its reply, so a reply's own text shows
+    in the next reply's marker. An iteration counts towards a stall when its reply merged
+    nothing, when the estimate went down, or when the estimate stayed flat although at
+    least a point's worth of text had been merged before the reply (``quiet_chars``: text
+    merged while the estimate did not move; ``pending_chars``: the previous reply's text,
+    not yet reflected in any marker). An iteration whose estimate moved, or that brought
+text after a reply that brought none, resets the count; a flat estimate with less than a
+point's worth of text leaves it as it is.
     """
 
     last_percent: int | None = None
     count: int = 0
     quiet_chars: int = 0
+    pending_chars: int = 0
 
     def update(self, percent: int | None, appended: int, delivered: int) -> Stall:
         """Account for one iteration that appended ``appended`` characters to the
         ``delivered`` characters received before it, and reported ``percent``."""
-        if appended <= 0:
-            return Stall(self.last_percent if percent is None else percent, self.count + 1)
-        if percent is None:
-            return Stall(self.last_percent, 0, self.quiet_chars)
-        if self.last_percent is None or percent - self.last_percent >= 1:
-            return Stall(percent, 0)
-        if percent < self.last_percent:
-            return Stall(percent, self.count + 1)
-        quiet = self.quiet_chars + appended
-        # "NN%" means at least NN and less than NN+1 percent: 0% says a point is worth at
-        # least everything delivered so far.
-        one_point = delivered / max(percent, 1)
-        if quiet >= one_point:
-            return Stall(percent, self.count + 1)
-        return Stall(percent, self.count, quiet)
+        last, quiet = self.last_percent, self.quiet_chars
+        if appended <= 0 or (percent is not None and last is not None and percent < last):
+            count, quiet = self.count + 1, 0
+        elif percent is None:
+            count = 0  # new text, and no estimate to doubt it
+        elif last is None or percent - last >= 1 or not self.pending_chars:
+            # New text, and an estimate that moved (or could not have: the previous reply
+            # merged nothing, so the marker had nothing new to count): progress.
+            count, quiet = 0, 0
+        else:
+            quiet += self.pending_chars
+            # "NN%" means at least NN and less than NN+1 percent: at 0%, a point is worth
+            # at least everything delivered so far.
+            if quiet >= delivered / max(percent, 1):
+                count, quiet = self.count + 1, 0
+            else:
+                count = self.count
+        return Stall(last if percent is None else percent, count, quiet, appended)
 
     def stalled(self, limit: int) -> bool:
         return self.count >= limit
 
-    def as_tuple(self) -> tuple[int | None, int, int]:
-        return self.last_percent, self.count, self.quiet_chars
+    def as_tuple(self) -> tuple[int | None, int, int, int]:
+        return self.last_percent, self.count, self.quiet_chars, self.pending_chars

@@ -12,7 +12,8 @@ safety decisions (SPEC §2.3):
 4. a short overlap, only when the format proves the exact continuation wrong;
 5. the exact continuation, with a warning when a short overlap made it ambiguous;
 6. last resorts, when the format rejects all of the above: a "preamble" that may be the rest
-   of the cut line (see ``weak_preamble``), then a seam the format repairs.
+   of the cut line (see ``weak_preamble``), then a seam the format repairs; and when even
+   that fails, no reading at all: a merge failure (the engine retries), never a guess.
 
 The format says which readings it accepts (``Seam.accept``); the seed's mergers guessed
 instead, and glued rows, lost headers and deleted headings. ``Merge.splice`` offsets refer
@@ -41,6 +42,7 @@ MAX_SEAM_LINES = 32
 RETRY_WINDOWS = (8192, 1024)
 REPEATED = "fragment repeated already received content"
 EMPTY = "fragment is empty after clean-up"
+NO_SEAM = "no reading of the seam passes the format's checks"
 
 FENCE_OPENER = re.compile(r"[ \t]*(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^`\n]*?)[ \t]*\r?\n")
 
@@ -240,8 +242,11 @@ def _long_readings(
     return out
 
 
-def plan_seam(tail: str, total: int, head: str, fragment: str, seam: Seam) -> Reading:
-    """Choose how to splice a cleaned, non-empty fragment onto the tail (see module doc)."""
+def plan_seam(tail: str, total: int, head: str, fragment: str, seam: Seam) -> Reading | None:
+    """Choose how to splice a cleaned, non-empty fragment onto the tail (see module doc).
+
+    None when no reading passes the format's checks: a merge failure, never a guess.
+    """
     opener = seam.wrapper(fragment)
     offset = opener.end() if opener else 0
     body, fence = _unwrap(fragment[offset:], opener.group("fence") if opener else "", seam, True)
@@ -297,11 +302,7 @@ def plan_seam(tail: str, total: int, head: str, fragment: str, seam: Seam) -> Re
     fixed = seam.repair(body)
     if fixed is not None:
         return Reading(Splice(0, offset), fixed[0], fence, _notes(*notes, fixed[1]))
-    note = "no reading of the seam passes the format's checks; spliced at the longest overlap"
-    best = next((c for c in splices if not weak_preamble(tail, body, c)), Splice(0))
-    best = best if best.overlap >= MIN_OVERLAP else Splice(0)
-    splice = Splice(best.overlap, offset + best.prose)
-    return Reading(splice, body[best.skip :], fence, (*notes, note))
+    return None
 
 
 def finish(reading: Reading, append: str, warnings: Iterable[str]) -> Merge:

@@ -124,6 +124,7 @@ class JobState(BaseModel):
     stall_percent: int | None = None
     stall_count: int = 0
     stall_chars: int = 0
+    stall_pending: int = 0
     repairs: int = 0
     overlap: str = ""
     messages: list[Message]

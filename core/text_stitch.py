@@ -8,6 +8,7 @@ from core.extraction import clean_text
 from core.merge import Merge
 from core.seam import (
     EMPTY,
+    NO_SEAM,
     Reading,
     Seam,
     fence_opener,
@@ -61,6 +62,8 @@ def merge_text(scan: TextScan, tail: str, fragment: str) -> tuple[TextScan, Merg
     if not text:
         return scan, Merge.failed(EMPTY, *warnings)
     reading = plan_seam(tail, scan.length, scan.head, text, Seam())
+    if reading is None:
+        return scan, Merge.failed(NO_SEAM, *warnings)
     return _advance(scan, reading.append), finish(reading, reading.append, warnings)
 
 

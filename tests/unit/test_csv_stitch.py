@@ -322,9 +322,17 @@ def test_records_count_complete_data_rows(fragments: list[str], records: int) ->
 
 
 def test_ragged_rows_are_reported() -> None:
-    _, scan, merges = stitch("id,name\n1,a\n", "2,b,c\n3,d\n")
+    """A row of the wrong width past the seam is kept, counted and reported."""
+    _, scan, merges = stitch("id,name\n1,a\n", "2,b\n3,c\n4,d\n5,e,f\n")
     assert scan.ragged == 1
     assert warned(merges, "header's 2 fields")
+
+
+def test_seam_no_reading_passes_is_a_merge_failure() -> None:
+    """Garbage at the seam (wrong width, unbalanced quote) is refused, not spliced in."""
+    scan, merge = start_csv("id,name\n1,a\n")
+    again, bad = merge_csv(scan, merge.append, '2,b,c\n"]]]]\n3,d\n')
+    assert not bad.ok and bad.append == "" and again == scan
 
 
 @pytest.mark.parametrize(

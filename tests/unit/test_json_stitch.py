@@ -179,3 +179,29 @@ def test_periodic_tail_needs_a_long_anchor() -> None:
     cut = doc.index('"ababab"', 40) + 4
     text, _, errors = stitch_all([doc[:cut], doc[cut - 30 :]])
     assert errors == [None] and value_of(text) == value_of(doc)
+
+
+def test_prose_then_blank_line_then_fence_before_the_repeat() -> None:
+    """A chatty preamble of several lines (prose, blank, fence opener) is dropped."""
+    first, second = '{"a": ["hello wor', 'Sure, here:\n\n```json\n["hello world", "more"]}'
+    text, warnings, errors = stitch_all([first, second])
+    assert errors == [None] and value_of(text) == {"a": ["hello world", "more"]}
+
+
+def test_a_repeat_made_only_of_indentation_is_no_evidence() -> None:
+    """A re-indented repeat whose first characters happen to equal the indentation at the cut
+    is matched on its content, not spliced after the whitespace (which would duplicate it)."""
+    tail = (
+        '{\n  "sections": [\n    {\n      "id": 1,\n      "items": [\n        {\n'
+        '          "sku": "A",\n          "label": "garnet",\n          "price": 5,\n          '
+    )
+    fragment = (
+        '\n            "items": [\n                {\n                    "sku": "A",\n'
+        '                    "label": "garnet",\n                    "price": 5,\n'
+        '          "qty": 1\n        }\n      ]\n    }\n  ]\n}'
+    )
+    text, _, errors = stitch_all([tail, fragment])
+    assert errors == [None]
+    assert value_of(text) == {
+        "sections": [{"id": 1, "items": [{"sku": "A", "label": "garnet", "price": 5, "qty": 1}]}]
+    }

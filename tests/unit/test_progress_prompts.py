@@ -65,28 +65,31 @@ def test_marker_on_first_line_wins_over_last_line() -> None:
     ("before", "percent", "appended", "delivered", "after"),
     [
         # no marker: measured progress only
-        (Stall(), None, 10, 0, Stall(None, 0)),
-        (Stall(None, 2), None, 10, 100, Stall(None, 0)),
-        (Stall(None, 2), None, 0, 100, Stall(None, 3)),
-        (Stall(40, 1, 5), None, 10, 100, Stall(40, 0, 5)),  # keeps the last estimate
+        (Stall(), None, 10, 0, Stall(None, 0, 0, 10)),
+        (Stall(None, 2), None, 10, 100, Stall(None, 0, 0, 10)),
+        (Stall(None, 2), None, 0, 100, Stall(None, 3, 0, 0)),
+        (Stall(40, 1, 5), None, 10, 100, Stall(40, 0, 5, 10)),  # keeps the last estimate
         # the first estimate sets the baseline
-        (Stall(), 40, 10, 100, Stall(40, 0)),
-        (Stall(), 40, 0, 100, Stall(40, 1)),
+        (Stall(), 40, 10, 100, Stall(40, 0, 0, 10)),
+        (Stall(), 40, 0, 100, Stall(40, 1, 0, 0)),
         # moves by a point or more: reset
-        (Stall(40, 2), 41, 10, 100, Stall(41, 0)),
-        (Stall(40, 2), 90, 10, 100, Stall(90, 0)),
-        (Stall(40, 2), 41, 0, 100, Stall(41, 3)),  # but nothing was appended
+        (Stall(40, 2), 41, 10, 100, Stall(41, 0, 0, 10)),
+        (Stall(40, 2), 90, 10, 100, Stall(90, 0, 0, 10)),
+        (Stall(40, 2), 41, 0, 100, Stall(41, 3, 0, 0)),  # but nothing was appended
         # goes down: counts at once
-        (Stall(40, 0), 39, 500, 100, Stall(39, 1)),
-        (Stall(40, 2), 10, 500, 100, Stall(10, 3)),
-        # does not move, after a point's worth of text (100 chars at 40% = 2.5 per point)
-        (Stall(40, 0), 40, 10, 100, Stall(40, 1)),
-        (Stall(40, 1), 40, 3, 100, Stall(40, 2)),
-        # does not move, but less than a point's worth of text was merged: not yet
-        (Stall(40, 0), 40, 1000, 400_000, Stall(40, 0, 1000)),
-        (Stall(40, 0, 1000), 40, 9000, 400_000, Stall(40, 1)),  # 10,000 = one point
-        (Stall(0, 0), 0, 100, 100, Stall(0, 1)),  # 0%: a point is worth >= all delivered
-        (Stall(0, 0), 0, 99, 100, Stall(0, 0, 99)),
+        (Stall(40, 0), 39, 500, 100, Stall(39, 1, 0, 500)),
+        (Stall(40, 2), 10, 500, 100, Stall(10, 3, 0, 500)),
+        # flat after the previous reply merged a point's worth (100 chars at 40% = 2.5)
+        (Stall(40, 0, 0, 10), 40, 10, 100, Stall(40, 1, 0, 10)),
+        (Stall(40, 1, 0, 3), 40, 3, 100, Stall(40, 2, 0, 3)),
+        # flat, but the previous reply merged nothing: an honest marker, and this reply
+        # brought text: reset
+        (Stall(54, 1, 0, 0), 54, 1400, 4400, Stall(54, 0, 0, 1400)),
+        # flat, less than a point's worth merged so far: not yet
+        (Stall(40, 0, 0, 1000), 40, 9000, 400_000, Stall(40, 0, 1000, 9000)),
+        (Stall(40, 0, 1000, 9000), 40, 2000, 400_000, Stall(40, 1, 0, 2000)),  # 10,000
+        (Stall(0, 0, 0, 100), 0, 5, 100, Stall(0, 1, 0, 5)),  # 0%: a point >= all delivered
+        (Stall(0, 0, 0, 99), 0, 5, 100, Stall(0, 0, 99, 5)),
     ],
 )
 def test_stall_update(

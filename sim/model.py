@@ -1,0 +1,213 @@
+"""The simulated model's logic, without I/O: a request body in, a ``SimResult`` out.
+
+A first request is answered with the start of the target document, cut at the output
+limit (``max_tokens x chars_per_token`` characters). A continuation request is answered
+from where its ``<<<REPEAT`` block shows the previous answer stopped: a progress marker,
+then the target from ``overlap`` characters before that point (the repeat a real model
+makes), cut at the limit. A trailing assistant message (a prefill) is continued exactly,
+as vLLM's ``continue_final_message`` does. Chaos knobs are drawn from one RNG per server,
+under a lock: the sequence of draws is reproducible for a seed, and a retried call draws
+anew (so a 500 can be followed by a success).
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from sim.conversation import ChatRequest, RequestError, find_repeat, locate, parse_chat
+from sim.documents import format_from_prompt, target
+from sim.options import CHAOS_KNOBS, SimOptions, model_options
+from sim.replies import (
+    PROSE_FIRST,
+    PROSE_NEXT,
+    SimResult,
+    completion,
+    decorate,
+    error,
+    garbage,
+    marker_line,
+    rate_limited,
+    reindent,
+    server_failed,
+    tokens,
+)
+
+__all__ = ["SimModel", "SimOptions", "SimResult"]
+
+#: Documents kept ready (each is one prompt's whole target).
+CACHE_SIZE = 64
+
+
+@dataclass(frozen=True)
+class _Chaos:
+    """What fired on one call, and an RNG for the call's own choices."""
+
+    fired: frozenset[str]
+    rng: random.Random
+    call_id: str
+
+    def __contains__(self, knob: str) -> bool:
+        return knob in self.fired
+
+
+class SimModel:
+    """An OpenAI-compatible model that writes long, deterministic documents."""
+
+    def __init__(self, options: SimOptions | None = None) -> None:
+        self.options = options or SimOptions()
+        self._rng = random.Random(self.options.seed)
+        self._lock = threading.Lock()
+        self._targets: OrderedDict[tuple[str, str, int, int], str] = OrderedDict()
+
+    # Documents ----------------------------------------------------------------------
+
+    def target_for(
+        self, body_or_prompt: dict[str, Any] | str, options: SimOptions | None = None
+    ) -> str:
+        """The whole document a job's requests are answered from.
+
+        ``body_or_prompt``: the prompt, or a body with ``messages`` (the first user message
+        is the prompt) or ``prompt``, and optionally ``model`` (``sim:k=v,...``) and
+        ``seed``. ``options`` replaces the server's options as the base.
+        """
+        base = options or self.options
+        if isinstance(body_or_prompt, str):
+            return self._target(body_or_prompt, base, None)
+        body = body_or_prompt
+        if "messages" in body:
+            request = parse_chat(body, base)
+            return self._target(request.prompt, request.options, request.seed)
+        prompt = body.get("prompt")
+        if not isinstance(prompt, str) or not prompt:
+            raise RequestError("give 'prompt' (a non-empty string) or 'messages'")
+        model = body.get("model", "sim")
+        if not isinstance(model, str):
+            raise RequestError("'model' must be a string")
+        try:
+            opts = model_options(model, base)
+        except ValueError as exc:
+            raise RequestError(f"model {model!r}: {exc}") from None
+        seed = body.get("seed")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise RequestError("'seed' must be an integer")
+        return self._target(prompt, opts, seed)
+
+    def _target(self, prompt: str, options: SimOptions, seed: int | None) -> str:
+        fmt = options.format or format_from_prompt(prompt)
+        key = (prompt, fmt, options.size, options.seed if seed is None else seed)
+        with self._lock:
+            found = self._targets.get(key)
+            if found is not None:
+                self._targets.move_to_end(key)
+                return found
+        text = target(prompt, fmt=fmt, size=key[2], seed=key[3])
+        with self._lock:
+            self._targets[key] = text
+            while len(self._targets) > CACHE_SIZE:
+                self._targets.popitem(last=False)
+        return text
+
+    # Calls --------------------------------------------------------------------------
+
+    def respond(self, body: Any) -> SimResult:
+        """Answer one Chat Completions request body."""
+        try:
+            request = parse_chat(body, self.options)
+        except RequestError as exc:
+            return error(400, str(exc), "invalid_request_error", "invalid_request")
+        opts = request.options
+        chaos = self._draw(opts)
+        delay = opts.latency
+        if "rate_limit" in chaos:
+            return rate_limited(opts.retry_after, delay)
+        if "server_error" in chaos:
+            return server_failed(delay)
+        hang = "timeout" in chaos
+        if hang:
+            delay += opts.hang
+        content, finish = self._reply(request, chaos)
+        body_out = completion(
+            call_id=chaos.call_id,
+            model=request.model,
+            content=content,
+            finish=finish,
+            prompt_tokens=tokens(request.prompt_chars, opts.chars_per_token),
+            completion_tokens=tokens(len(content), opts.chars_per_token),
+        )
+        return SimResult(status=200, body=body_out, delay=delay, hang=hang)
+
+    def _draw(self, options: SimOptions) -> _Chaos:
+        with self._lock:
+            draws = [self._rng.random() for _ in CHAOS_KNOBS]
+            sub_seed = self._rng.getrandbits(64)
+        fired = frozenset(
+            knob
+            for knob, draw in zip(CHAOS_KNOBS, draws, strict=True)
+            if draw < getattr(options, knob)
+        )
+        return _Chaos(fired, random.Random(sub_seed), f"{sub_seed:016x}")
+
+    def _reply(self, request: ChatRequest, chaos: _Chaos) -> tuple[str, str]:
+        """The reply's content and finish reason."""
+        opts = request.options
+        text = self._target(request.prompt, opts, request.seed)
+        fmt = opts.format or format_from_prompt(request.prompt)
+        limit = max(1, int(request.max_tokens * opts.chars_per_token))
+        if "empty" in chaos:
+            return "", "length"
+        if request.prefill is not None:
+            return self._prefilled(request, text, limit, chaos)
+        repeat = find_repeat(request.last_user)
+        end = None if repeat is None else locate(text, repeat[0], repeat[1])
+        if repeat is None or end is None or "restart" in chaos:
+            marker = (
+                "" if repeat is None or not opts.marker else marker_line(_percent(end or 0, text))
+            )
+            start, repeated = 0, 0
+        else:
+            percent = _percent(end, text)
+            marker = marker_line(percent) if opts.marker else ""
+            if "malformed" in chaos:
+                return marker + garbage(chaos.rng), "length"
+            if "stall" in chaos:
+                return marker + repeat[0], "length"
+            repeated = min(opts.overlap, end)
+            start = end - repeated
+        payload = text[start : start + limit]
+        finish = "stop" if start + limit >= len(text) else "length"
+        if "content_filter" in chaos:
+            payload = payload[: chaos.rng.randint(1, max(1, len(payload) - 1))]
+            finish = "content_filter"
+        if "reindent" in chaos and fmt == "json":
+            payload = reindent(payload, repeated)
+        prose = None
+        if "prose" in chaos and (repeat is not None or fmt == "json"):
+            # Only where a reader can tell it from the document: a first line of prose in
+            # a text, Markdown or CSV document is the document's first line.
+            prose = chaos.rng.choice(PROSE_FIRST if repeat is None else PROSE_NEXT)
+        body = decorate(payload, fmt, fence="fence" in chaos, closed=finish == "stop", prose=prose)
+        return marker + body, finish
+
+    def _prefilled(
+        self, request: ChatRequest, text: str, limit: int, chaos: _Chaos
+    ) -> tuple[str, str]:
+        """Continue a trailing assistant message exactly (no marker, no repeat)."""
+        assert request.prefill is not None
+        prefill = request.prefill[-2000:]
+        repeat = find_repeat(request.last_user)
+        end = locate(text, prefill, None if repeat is None else repeat[1])
+        start = 0 if end is None else end
+        payload = text[start : start + limit]
+        finish = "stop" if start + limit >= len(text) else "length"
+        if "content_filter" in chaos:
+            payload = payload[: chaos.rng.randint(0, len(payload))]
+            finish = "content_filter"
+        return payload, finish
+
+
+def _percent(delivered: int, text: str) -> int:
+    return min(100, delivered * 100 // max(1, len(text)))
