@@ -29,12 +29,18 @@ def register(commands: Any) -> None:
         "the continuation metadata as JSON to stderr (or --metadata FILE). Exit 0 complete, "
         "3 partial result, 1 failure, 2 usage error.",
     )
-    p.add_argument("--provider", action="append", dest="providers", metavar="P",
-                   help="provider profile, repeat for fallbacks (default: sim unless a key is set)")
+    p.add_argument(
+        "--provider",
+        action="append",
+        dest="providers",
+        metavar="P",
+        help="provider profile, repeat for fallbacks (default: sim unless a key is set)",
+    )
     p.add_argument("--model", help="model name (default: the profile's)")
     p.add_argument("--format", required=True, choices=[f.value for f in OutputFormat])
-    p.add_argument("--max-tokens", type=int, required=True, metavar="N",
-                   help="output limit of one model call")
+    p.add_argument(
+        "--max-tokens", type=int, required=True, metavar="N", help="output limit of one model call"
+    )
     p.add_argument("--max-attempts", type=int, metavar="K", help="most continuation calls")
     prompt = p.add_mutually_exclusive_group(required=True)
     prompt.add_argument("--prompt", metavar="TEXT")
@@ -77,8 +83,11 @@ def build_spec(args: argparse.Namespace) -> JobSpec:
 
 def _progress(state: JobState, decision: Decision) -> None:
     what = type(decision).__name__.lower()
-    parts = [f"[{state.iteration}] {what:<8}", f"+{len(decision.append):,} chars",
-             f"total {state.length:,}"]
+    parts = [
+        f"[{state.iteration}] {what:<8}",
+        f"+{len(decision.append):,} chars",
+        f"total {state.length:,}",
+    ]
     if state.metadata.final_record_count:
         parts.append(f"records {state.metadata.final_record_count:,}")
     if state.stall_percent is not None:
@@ -94,9 +103,9 @@ def _progress(state: JobState, decision: Decision) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # Imported here: `continuum stitch` and `--help` need none of the HTTP stack.
-    from workers.calls import ProviderPool, UnknownProfile
-    from workers.local import Outcome, run_job
-    from workers.providers.registry import load_profiles
+    from workers.calls import ProviderPool, UnknownProfile  # noqa: PLC0415
+    from workers.local import Outcome, run_job  # noqa: PLC0415
+    from workers.providers.registry import load_profiles  # noqa: PLC0415
 
     try:
         spec = build_spec(args)

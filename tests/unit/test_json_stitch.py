@@ -184,7 +184,7 @@ def test_periodic_tail_needs_a_long_anchor() -> None:
 def test_prose_then_blank_line_then_fence_before_the_repeat() -> None:
     """A chatty preamble of several lines (prose, blank, fence opener) is dropped."""
     first, second = '{"a": ["hello wor', 'Sure, here:\n\n```json\n["hello world", "more"]}'
-    text, warnings, errors = stitch_all([first, second])
+    text, _, errors = stitch_all([first, second])
     assert errors == [None] and value_of(text) == {"a": ["hello world", "more"]}
 
 

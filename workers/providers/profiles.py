@@ -28,3 +28,18 @@ class Profile(BaseModel):
     backoff_base_s: float = Field(1.0, gt=0)
     backoff_cap_s: float = Field(60.0, gt=0)
     prefill: bool = Field(True, description="Use assistant prefill where the adapter can.")
+    max_tokens_field: Literal["max_tokens", "max_completion_tokens"] | None = Field(
+        None,
+        description=(
+            "Chat Completions only: the request field for the output limit. None: "
+            "max_completion_tokens on OpenAI's own endpoint (its newer models refuse "
+            "max_tokens), max_tokens elsewhere (what compatible servers all accept)."
+        ),
+    )
+    continue_final_message: bool = Field(
+        False,
+        description=(
+            "Chat Completions only: the server accepts vLLM's continue_final_message, so a "
+            "prefill is sent as an open assistant message and continued exactly."
+        ),
+    )

@@ -1,0 +1,121 @@
+"""One model call for a job: pick the profile, retry transient errors, fall back.
+
+This is the I/O half of an iteration (the engine is the other half). The job names an
+ordered list of provider profiles; the one at ``state.provider_index`` serves. Transient
+errors are retried with backoff by ``call_with_retries``; when a profile fails for good
+(a fatal error, or transient errors past its retries) the next profile serves and the
+switch is recorded as a fallback. When the last one fails, the engine receives an
+``error`` reply and applies its own policy (retry with backoff, then fall back).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Mapping
+
+import httpx
+
+from core.models import FinishReason, ProviderResponse
+from core.state import JobState, ProviderSwitch
+from workers.providers.base import (
+    CallRequest,
+    PrefillUnsupported,
+    PreviousResponseNotFound,
+    Provider,
+    ProviderError,
+)
+from workers.providers.profiles import Profile
+from workers.providers.registry import default_providers, make_provider
+from workers.providers.retry import call_with_retries
+
+
+class UnknownProfile(ValueError):
+    """Raised when a job names a provider profile that is not configured."""
+
+
+class ProviderPool:
+    """Adapters by profile name, created on first use and reused (one HTTP client each)."""
+
+    def __init__(
+        self,
+        profiles: Mapping[str, Profile],
+        *,
+        env: Mapping[str, str] | None = None,
+        transports: Mapping[str, httpx.BaseTransport] | None = None,
+    ) -> None:
+        self.profiles = dict(profiles)
+        self.env = env
+        self.transports = dict(transports or {})
+        self._providers: dict[str, Provider] = {}
+
+    def names_for(self, state: JobState) -> list[str]:
+        """The job's profiles, or the default ones; refuses names not configured."""
+        names = list(state.spec.providers) or default_providers(self.env)
+        unknown = [n for n in names if n not in self.profiles]
+        if unknown:
+            known = ", ".join(sorted(self.profiles))
+            raise UnknownProfile(
+                f"unknown provider profile(s) {', '.join(unknown)}; known: {known}"
+            )
+        return names
+
+    def get(self, name: str) -> Provider:
+        if name not in self._providers:
+            self._providers[name] = make_provider(
+                self.profiles[name], env=self.env, transport=self.transports.get(name)
+            )
+        return self._providers[name]
+
+    def close(self) -> None:
+        for provider in self._providers.values():
+            provider.close()
+        self._providers.clear()
+
+
+def call_model(
+    state: JobState,
+    pool: ProviderPool,
+    *,
+    sleep: Callable[[float], None] = time.sleep,
+    rng: random.Random | None = None,
+) -> tuple[JobState, ProviderResponse]:
+    """Make the call ``state.messages`` asks for; return the updated state and the reply."""
+    s = state.model_copy(deep=True)
+    names = pool.names_for(s)
+    s.provider_index = min(s.provider_index, len(names) - 1)
+    while True:
+        name = names[s.provider_index]
+        provider = pool.get(name)
+        continuing = s.phase == "generate" and s.iteration > 0
+        request = CallRequest(
+            messages=s.messages,
+            max_output_tokens=s.spec.max_output_tokens,
+            model=s.spec.model,
+            prefill=s.overlap if continuing and s.prefill and s.overlap else None,
+            previous_response_id=s.response_id if continuing else None,
+        )
+        try:
+            return s, call_with_retries(provider, request, sleep=sleep, rng=rng)
+        except PrefillUnsupported as exc:
+            s.prefill = False
+            s.metadata.warn(f"{name}: {exc}; continuing without assistant prefill")
+        except PreviousResponseNotFound as exc:
+            # The provider forgot the conversation (expired, or another account): the
+            # continuation prompt carries the context, so go on without the id.
+            s.response_id = None
+            s.metadata.warn(f"{name}: {exc}; continuing without previous_response_id")
+        except ProviderError as exc:
+            if s.provider_index + 1 >= len(names):
+                return s, ProviderResponse(
+                    finish_reason=FinishReason.ERROR, error=str(exc), provider=name
+                )
+            nxt = names[s.provider_index + 1]
+            s.metadata.provider_fallbacks.append(
+                ProviderSwitch(
+                    iteration=s.iteration + 1, from_profile=name, to_profile=nxt, reason=str(exc)
+                )
+            )
+            s.metadata.warn(f"provider {name} failed for good ({exc}); {nxt} serves from now on")
+            s.provider_index += 1
+            s.response_id = None
