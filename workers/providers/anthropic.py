@@ -16,12 +16,14 @@ from typing import Any, Final
 from core.models import FinishReason, ProviderResponse, Usage
 from workers.providers.base import (
     CallRequest,
-    ErrorBody,
     FatalError,
-    HttpProvider,
     PrefillUnsupported,
-    tokens,
     uses_prefill,
+)
+from workers.providers.http import (
+    ErrorBody,
+    HttpProvider,
+    tokens,
 )
 
 PUBLIC_BASE_URL: Final = "https://api.anthropic.com"

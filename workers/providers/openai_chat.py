@@ -14,11 +14,13 @@ from typing import Any, Final
 from core.models import FinishReason, ProviderResponse, Usage
 from workers.providers.base import (
     CallRequest,
-    ErrorBody,
     FatalError,
+    uses_prefill,
+)
+from workers.providers.http import (
+    ErrorBody,
     HttpProvider,
     tokens,
-    uses_prefill,
 )
 
 PUBLIC_BASE_URL: Final = "https://api.openai.com/v1"

@@ -15,10 +15,12 @@ from typing import Any, Final
 from core.models import FinishReason, ProviderResponse, Usage
 from workers.providers.base import (
     CallRequest,
-    ErrorBody,
     FatalError,
-    HttpProvider,
     PreviousResponseNotFound,
+)
+from workers.providers.http import (
+    ErrorBody,
+    HttpProvider,
     tokens,
 )
 

@@ -33,7 +33,13 @@ import httpx
 from pydantic import ValidationError
 
 from workers.providers.anthropic import AnthropicProvider
-from workers.providers.base import FatalError, HttpProvider, Provider
+from workers.providers.base import (
+    FatalError,
+    Provider,
+)
+from workers.providers.http import (
+    HttpProvider,
+)
 from workers.providers.openai_chat import OpenAIChatProvider
 from workers.providers.openai_responses import OpenAIResponsesProvider
 from workers.providers.profiles import Profile

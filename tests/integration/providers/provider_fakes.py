@@ -21,7 +21,12 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
 from core.models import Message
-from workers.providers.base import CallRequest, HttpProvider
+from workers.providers.base import (
+    CallRequest,
+)
+from workers.providers.http import (
+    HttpProvider,
+)
 from workers.providers.profiles import Profile
 from workers.providers.registry import make_provider
 
