@@ -1,0 +1,43 @@
+"""Every Redis key Continuum uses, built in one place.
+
+{prefix}job:{id}            hash: spec, state, status, iteration, timestamps, result
+{prefix}job:{id}:out        string: the accumulated output (appended per iteration)
+{prefix}job:{id}:lease      string with a TTL: the worker running the iteration now
+{prefix}job:{id}:commits    hash: iteration -> times committed (1, always; for audits)
+{prefix}active              sorted set: unfinished jobs by the time they are overdue
+{prefix}batch:{id}          set: the jobs of a batch
+{prefix}bucket:{profile}    hash: a provider's shared token bucket
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DEFAULT_PREFIX = "continuum:"
+
+
+@dataclass(frozen=True)
+class Keys:
+    prefix: str = DEFAULT_PREFIX
+
+    def job(self, job_id: str) -> str:
+        return f"{self.prefix}job:{job_id}"
+
+    def output(self, job_id: str) -> str:
+        return f"{self.prefix}job:{job_id}:out"
+
+    def lease(self, job_id: str) -> str:
+        return f"{self.prefix}job:{job_id}:lease"
+
+    def commits(self, job_id: str) -> str:
+        return f"{self.prefix}job:{job_id}:commits"
+
+    @property
+    def active(self) -> str:
+        return f"{self.prefix}active"
+
+    def batch(self, batch_id: str) -> str:
+        return f"{self.prefix}batch:{batch_id}"
+
+    def bucket(self, profile: str) -> str:
+        return f"{self.prefix}bucket:{profile}"

@@ -1,0 +1,37 @@
+-- Commit one iteration exactly once: compare-and-set on the iteration number.
+-- A duplicate or stale delivery finds another iteration number and changes nothing.
+-- KEYS: job hash, output string, lease, commits hash, active zset
+-- ARGV: job id, expected iteration, state json, append text, replace ("1"/"0"),
+--       status, now, deadline ("" when the job is over), lease token,
+--       summary json, result json (or "")
+local current = redis.call('HGET', KEYS[1], 'iteration')
+if current == false then
+  return -1
+end
+if tonumber(current) ~= tonumber(ARGV[2]) then
+  return 0
+end
+local status = redis.call('HGET', KEYS[1], 'status')
+if status == 'cancelled' then
+  return -2
+end
+if ARGV[5] == '1' then
+  redis.call('SET', KEYS[2], ARGV[4])
+elseif ARGV[4] ~= '' then
+  redis.call('APPEND', KEYS[2], ARGV[4])
+end
+redis.call('HSET', KEYS[1], 'state', ARGV[3], 'iteration', tonumber(ARGV[2]) + 1,
+  'status', ARGV[6], 'updated_at', ARGV[7], 'summary', ARGV[10])
+if ARGV[11] ~= '' then
+  redis.call('HSET', KEYS[1], 'result', ARGV[11])
+end
+redis.call('HINCRBY', KEYS[4], ARGV[2], 1)
+if ARGV[8] == '' then
+  redis.call('ZREM', KEYS[5], ARGV[1])
+else
+  redis.call('ZADD', KEYS[5], ARGV[8], ARGV[1])
+end
+if redis.call('GET', KEYS[3]) == ARGV[9] then
+  redis.call('DEL', KEYS[3])
+end
+return 1

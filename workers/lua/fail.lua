@@ -1,0 +1,12 @@
+-- End a job as failed with a reason (a poison message, an unrecoverable error).
+-- KEYS: job hash, active zset   ARGV: job id, now, error
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return -1
+end
+local status = redis.call('HGET', KEYS[1], 'status')
+if status == 'succeeded' or status == 'partial' or status == 'cancelled' then
+  return 0
+end
+redis.call('HSET', KEYS[1], 'status', 'failed', 'error', ARGV[3], 'updated_at', ARGV[2])
+redis.call('ZREM', KEYS[2], ARGV[1])
+return 1

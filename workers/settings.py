@@ -1,0 +1,33 @@
+"""Worker settings, read from the environment at the edge (never at import)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CONTINUUM_", extra="ignore")
+
+    redis_url: str | None = Field(
+        None, validation_alias=AliasChoices("REDIS_URL", "CONTINUUM_REDIS_URL")
+    )
+    key_prefix: str = "continuum:"
+    queue: str = "continuum"
+    #: An iteration in flight holds a lease this long, renewed every third of it while
+    #: the model call runs; a killed worker's iteration is taken over about this late.
+    lease_ttl_s: float = Field(default=30.0, gt=0)
+    #: How long a queued iteration may wait before the watchdog sends it again.
+    queue_grace_s: float = Field(default=60.0, gt=0)
+    #: Must stay above the longest model call, or Redis redelivers a running task.
+    visibility_timeout_s: float = Field(default=3600.0, gt=0)
+    #: Longest countdown for a retry (always well below the visibility timeout).
+    max_countdown_s: float = Field(default=300.0, gt=0)
+    watchdog_interval_s: float = Field(default=2.0, gt=0)
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()  # type: ignore[call-arg]  # every field has a default; mypy sees aliases

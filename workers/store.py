@@ -1,0 +1,221 @@
+"""The Redis job store: jobs, their output, leases, and exactly-once commits.
+
+Every write that must be atomic is one Lua script (``workers/lua/``). The output is a
+Redis string appended per iteration; the job state (which never holds the output) is a
+hash field. ``commit`` is a compare-and-set on the iteration number, so a duplicated,
+late or concurrent delivery of an iteration never appends twice or skips a fragment.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from redis import Redis
+
+from workers.keys import DEFAULT_PREFIX, Keys
+
+_LUA = Path(__file__).with_name("lua")
+
+
+class JobStatus(StrEnum):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    PARTIAL = "partial"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+TERMINAL = frozenset(
+    {JobStatus.SUCCEEDED, JobStatus.PARTIAL, JobStatus.FAILED, JobStatus.CANCELLED}
+)
+
+
+class CommitResult(StrEnum):
+    COMMITTED = "committed"
+    STALE = "stale"  # another delivery committed this iteration already
+    CANCELLED = "cancelled"
+    MISSING = "missing"
+
+
+_COMMIT_CODES = {
+    1: CommitResult.COMMITTED,
+    0: CommitResult.STALE,
+    -1: CommitResult.MISSING,
+    -2: CommitResult.CANCELLED,
+}
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """A job as stored."""
+
+    job_id: str
+    status: JobStatus
+    iteration: int
+    spec: str
+    state: str
+    created_at: float
+    updated_at: float
+    batch: str | None
+    summary: dict[str, Any]
+    result: dict[str, Any] | None
+    error: str | None
+
+
+def _s(value: bytes | str) -> str:
+    return value.decode("utf-8") if isinstance(value, bytes) else value
+
+
+def _text(value: bytes | str | None) -> str | None:
+    return None if value is None else _s(value)
+
+
+class JobStore:
+    """All of Continuum's Redis reads and writes."""
+
+    def __init__(self, redis: Redis, prefix: str = DEFAULT_PREFIX) -> None:
+        self.redis = redis
+        self.keys = Keys(prefix)
+        self._create = redis.register_script((_LUA / "create.lua").read_text())
+        self._commit = redis.register_script((_LUA / "commit.lua").read_text())
+        self._renew = redis.register_script((_LUA / "renew.lua").read_text())
+        self._release = redis.register_script((_LUA / "release.lua").read_text())
+        self._cancel = redis.register_script((_LUA / "cancel.lua").read_text())
+        self._fail = redis.register_script((_LUA / "fail.lua").read_text())
+
+    # -- jobs --------------------------------------------------------------------------
+    def create(
+        self, job_id: str, spec: str, state: str, *, deadline: float, batch: str | None = None
+    ) -> bool:
+        """Create the job unless it exists; True when this call created it."""
+        k = self.keys
+        batch_key = k.batch(batch) if batch else k.job(job_id)
+        created = self._create(
+            keys=[k.job(job_id), k.active, batch_key],
+            args=[job_id, spec, state, time.time(), deadline, batch or ""],
+        )
+        return bool(created)
+
+    def load(self, job_id: str) -> JobRecord | None:
+        raw = self.redis.hgetall(self.keys.job(job_id))
+        if not raw:
+            return None
+        f = {_s(key): _s(value) for key, value in raw.items()}
+        summary = f.get("summary")
+        result = f.get("result")
+        return JobRecord(
+            job_id=job_id,
+            status=JobStatus(f["status"]),
+            iteration=int(f["iteration"]),
+            spec=f["spec"],
+            state=f["state"],
+            created_at=float(f["created_at"]),
+            updated_at=float(f["updated_at"]),
+            batch=f.get("batch") or None,
+            summary=json.loads(summary) if summary else {},
+            result=json.loads(result) if result else None,
+            error=_text(f.get("error")),
+        )
+
+    def output(self, job_id: str) -> str:
+        data = self.redis.get(self.keys.output(job_id))
+        return "" if data is None else _s(data)
+
+    def commit(
+        self,
+        job_id: str,
+        *,
+        expected_iteration: int,
+        state: str,
+        append: str,
+        replace: bool,
+        status: JobStatus,
+        deadline: float | None,
+        lease_token: str,
+        summary: dict[str, Any],
+        result: dict[str, Any] | None = None,
+    ) -> CommitResult:
+        """Commit iteration ``expected_iteration`` (append and state at once) exactly once."""
+        k = self.keys
+        code = self._commit(
+            keys=[k.job(job_id), k.output(job_id), k.lease(job_id), k.commits(job_id), k.active],
+            args=[
+                job_id,
+                expected_iteration,
+                state,
+                append,
+                "1" if replace else "0",
+                status.value,
+                time.time(),
+                "" if deadline is None else deadline,
+                lease_token,
+                json.dumps(summary),
+                "" if result is None else json.dumps(result),
+            ],
+        )
+        return _COMMIT_CODES[int(code)]
+
+    def commits(self, job_id: str) -> dict[int, int]:
+        """How many times each iteration was committed (for audits: always 1)."""
+        raw = self.redis.hgetall(self.keys.commits(job_id))
+        return {int(k): int(v) for k, v in raw.items()}
+
+    def cancel(self, job_id: str) -> bool | None:
+        """Cancel; None when there is no such job, False when it had already ended."""
+        code = int(
+            self._cancel(keys=[self.keys.job(job_id), self.keys.active], args=[job_id, time.time()])
+        )
+        return None if code < 0 else bool(code)
+
+    def fail(self, job_id: str, error: str) -> bool:
+        """End a job as failed with ``error`` (unless it already ended otherwise)."""
+        k = self.keys
+        return (
+            int(self._fail(keys=[k.job(job_id), k.active], args=[job_id, time.time(), error])) == 1
+        )
+
+    def set_running(self, job_id: str) -> None:
+        self.redis.hset(self.keys.job(job_id), mapping={"status": JobStatus.RUNNING.value})
+
+    def batch_jobs(self, batch_id: str) -> list[str]:
+        return sorted(_s(m) for m in self.redis.smembers(self.keys.batch(batch_id)))
+
+    # -- leases and the watchdog -------------------------------------------------------
+    def acquire_lease(self, job_id: str, token: str, ttl_s: float) -> bool:
+        """Take the job's lease if nobody holds it (an iteration in flight holds it)."""
+        ok = self.redis.set(self.keys.lease(job_id), token, nx=True, px=int(ttl_s * 1000))
+        if ok:
+            self.redis.zadd(self.keys.active, {job_id: time.time() + ttl_s}, xx=True)
+        return bool(ok)
+
+    def renew_lease(self, job_id: str, token: str, ttl_s: float) -> bool:
+        k = self.keys
+        deadline = time.time() + ttl_s
+        code = self._renew(
+            keys=[k.lease(job_id), k.active], args=[token, int(ttl_s * 1000), job_id, deadline]
+        )
+        return bool(code)
+
+    def release_lease(self, job_id: str, token: str) -> None:
+        self._release(keys=[self.keys.lease(job_id)], args=[token])
+
+    def overdue(self, now: float, limit: int = 500) -> list[str]:
+        """Unfinished jobs past their deadline whose iteration nobody holds."""
+        found = self.redis.zrangebyscore(self.keys.active, "-inf", now, start=0, num=limit)
+        ids = [_s(m) for m in found if isinstance(m, (bytes, str))]
+        if not ids:
+            return []
+        pipe = self.redis.pipeline(transaction=False)
+        for job_id in ids:
+            pipe.exists(self.keys.lease(job_id))
+        held = pipe.execute()
+        return [job_id for job_id, h in zip(ids, held, strict=True) if not h]
+
+    def postpone(self, job_id: str, deadline: float) -> None:
+        self.redis.zadd(self.keys.active, {job_id: deadline}, xx=True)
