@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import pytest
+import redis
 import uvicorn
+
+from workers.embedded import EmbeddedRedis
 
 
 def free_port() -> int:
@@ -53,3 +58,60 @@ def serve() -> Iterator[Callable[[Any], str]]:
     yield start
     for ctx in reversed(stack):
         ctx.__exit__(None, None, None)
+
+
+# -- Redis ----------------------------------------------------------------------------------
+#
+# ``REDIS_URL`` may point at a shared server: tests write only under their own key prefix
+# (``redis_prefix``) and never FLUSHDB/FLUSHALL.
+
+REDIS_TEST_PREFIX = "continuum-test:"
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``REDIS_URL`` if set, else one embedded Redis (AOF, loopback) for the whole session."""
+    url = os.environ.get("REDIS_URL", "").strip()
+    if url:
+        yield url
+        return
+    with EmbeddedRedis(tmp_path_factory.mktemp("redis")) as server:
+        yield server.url
+
+
+def delete_prefixed(client: redis.Redis, prefix: str) -> int:
+    """Delete every key starting with ``prefix`` (SCAN MATCH + DEL); return how many."""
+    if not prefix or any(c in prefix for c in "*?[]\\"):
+        raise ValueError(f"refusing to delete by an empty or glob-like prefix: {prefix!r}")
+    deleted = 0
+    batch: list[bytes] = []
+    for key in client.scan_iter(match=f"{prefix}*", count=1000):
+        batch.append(key)
+        if len(batch) >= 500:
+            deleted += int(client.delete(*batch))
+            batch.clear()
+    if batch:
+        deleted += int(client.delete(*batch))
+    return deleted
+
+
+@pytest.fixture
+def redis_prefix(redis_url: str) -> Iterator[str]:
+    """A key prefix unique to this test; every key under it is deleted at teardown."""
+    prefix = f"{REDIS_TEST_PREFIX}{uuid.uuid4().hex}:"
+    yield prefix
+    client = redis.Redis.from_url(redis_url, decode_responses=False)
+    try:
+        delete_prefixed(client, prefix)
+    finally:
+        client.close()
+
+
+@pytest.fixture
+def redis_client(redis_url: str) -> Iterator[redis.Redis]:
+    """A redis-py client (bytes in, bytes out) on ``redis_url``, closed at teardown."""
+    client = redis.Redis.from_url(redis_url, decode_responses=False)
+    try:
+        yield client
+    finally:
+        client.close()

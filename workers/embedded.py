@@ -28,6 +28,8 @@ from types import TracebackType
 from typing import IO, Self
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 __all__ = [
     "EmbeddedRedis",
@@ -254,8 +256,15 @@ class EmbeddedRedis:
             )
         self._write_lock_owner()
         deadline = time.monotonic() + START_TIMEOUT
+        # No retries: redis-py 8 retries 10 times with backoff by default, so one PING to a
+        # port that refuses takes ~3 s, and one that times out (something else listening
+        # and not answering) ~10 s; this loop polls on its own.
         client = redis.Redis(
-            host="127.0.0.1", port=port, socket_connect_timeout=0.5, socket_timeout=1.0
+            host="127.0.0.1",
+            port=port,
+            socket_connect_timeout=0.5,
+            socket_timeout=0.5,
+            retry=Retry(NoBackoff(), 0),
         )
         try:
             while True:
@@ -266,7 +275,8 @@ class EmbeddedRedis:
                         f" (data dir {self.data_dir}); log tail:\n{self.log_tail()}"
                     )
                 try:
-                    if client.ping():
+                    # The server answering must be ours, not another one on a fixed port.
+                    if client.ping() and self._answers_as(client, self._proc.pid):
                         return
                 except redis.RedisError:  # refused, or LOADING while the AOF is replayed
                     pass
@@ -278,6 +288,11 @@ class EmbeddedRedis:
                 time.sleep(0.02)
         finally:
             client.close()
+
+    @staticmethod
+    def _answers_as(client: redis.Redis, pid: int) -> bool:
+        info = client.info("server")
+        return bool(info.get("process_id") == pid)
 
     def _port_was_taken(self, log_offset: int) -> bool:
         try:
