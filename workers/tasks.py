@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -40,11 +40,20 @@ class IterateArgs(BaseModel):
     iteration: int = Field(ge=0)
 
 
-def _problem(exc: ValidationError) -> str:
-    return "; ".join(
-        f"{'.'.join(map(str, e['loc'])) or 'message'}: {e['msg'].removeprefix('Value error, ')}"
-        for e in exc.errors()
-    )
+M = TypeVar("M", bound=BaseModel)
+
+
+def _parse(model: type[M], args: tuple[Any, ...], kwargs: dict[str, Any]) -> M | str:
+    """The validated arguments, or what is wrong with them in words."""
+    if args:
+        return "the task takes keyword arguments only"
+    try:
+        return model.model_validate(kwargs)
+    except ValidationError as exc:
+        return "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'message'}: {e['msg'].removeprefix('Value error, ')}"
+            for e in exc.errors()
+        )
 
 
 def enqueue_iteration(job_id: str, iteration: int, countdown: float = 0.0) -> None:
@@ -58,12 +67,9 @@ def enqueue_iteration(job_id: str, iteration: int, countdown: float = 0.0) -> No
 def generate(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
     """Create a job (idempotent on ``spec.job_id``) and enqueue its iteration 0."""
     rt = runtime()
-    try:
-        if args:
-            raise ValueError("continuum.generate takes keyword arguments only: {'spec': {...}}")
-        parsed = GenerateArgs.model_validate(kwargs)
-    except (ValidationError, ValueError) as exc:
-        problem = _problem(exc) if isinstance(exc, ValidationError) else str(exc)
+    parsed = _parse(GenerateArgs, args, kwargs)
+    if isinstance(parsed, str):
+        problem = parsed
         job_id = _named_job(kwargs)
         if job_id is not None:
             rt.store.create(job_id, "{}", "{}", deadline=time.time() + 3600)
@@ -89,12 +95,9 @@ def generate(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
 def iterate(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
     """Run one iteration of a job; its result (shown by Flower) carries the progress."""
     rt = runtime()
-    try:
-        if args:
-            raise ValueError("continuum.iterate takes keyword arguments only")
-        parsed = IterateArgs.model_validate(kwargs)
-    except (ValidationError, ValueError) as exc:
-        problem = _problem(exc) if isinstance(exc, ValidationError) else str(exc)
+    parsed = _parse(IterateArgs, args, kwargs)
+    if isinstance(parsed, str):
+        problem = parsed
         job_id = _named_job(kwargs)
         if job_id is not None and rt.store.load(job_id) is not None:
             rt.store.fail(job_id, f"invalid iteration message: {problem}")
