@@ -23,13 +23,12 @@ from core.overlap import MIN_OVERLAP, preamble_starts
 from core.seam import (
     EMPTY,
     FENCE_OPENER,
-    NO_SEAM,
     RESTART_MIN,
     Accept,
     Seam,
     finish,
     grow_head,
-    plan_seam,
+    read_seam,
     split_closing_fence,
     start_reading,
 )
@@ -218,12 +217,9 @@ def merge_csv(scan: CsvScan, tail: str, fragment: str) -> tuple[CsvScan, Merge]:
     """Append a continuation, using the header's field count to read the seam."""
     if not scan.length:
         return start_csv(fragment)
-    text, warnings = clean_text(fragment)
-    if not text:
-        return scan, Merge.failed(EMPTY, *warnings)
-    reading = plan_seam(tail, scan.length, scan.head, text, _seam(scan))
+    reading, warnings, error = read_seam(tail, scan.length, scan.head, fragment, _seam(scan))
     if reading is None:
-        return scan, Merge.failed(NO_SEAM, *warnings)
+        return scan, Merge.failed(error, *warnings)
     return _checked(scan, reading.append, finish(reading, reading.append, warnings))
 
 

@@ -25,11 +25,10 @@ from core.merge import Merge
 from core.seam import (
     EMPTY,
     FENCE_OPENER,
-    NO_SEAM,
     Seam,
     finish,
     grow_head,
-    plan_seam,
+    read_seam,
     split_closing_fence,
     start_reading,
 )
@@ -203,13 +202,10 @@ def merge_markdown(scan: MarkdownScan, tail: str, fragment: str) -> tuple[Markdo
     """Append a continuation without gluing blocks or breaking code blocks."""
     if not scan.length:
         return start_markdown(fragment)
-    text, warnings = clean_text(fragment)
-    if not text:
-        return scan, Merge.failed(EMPTY, *warnings)
     seam = Seam(wrapper=markdown_wrapper, drop_repeat=_table_dropper(scan), strip_close=False)
-    reading = plan_seam(tail, scan.length, scan.head, text, seam)
+    reading, warnings, error = read_seam(tail, scan.length, scan.head, fragment, seam)
     if reading is None:
-        return scan, Merge.failed(NO_SEAM, *warnings)
+        return scan, Merge.failed(error, *warnings)
     append = reading.append
     if needs_break(scan, append):
         append = "\n" + append

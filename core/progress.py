@@ -53,8 +53,8 @@ class Stall:
     least a point's worth of text had been merged before the reply (``quiet_chars``: text
     merged while the estimate did not move; ``pending_chars``: the previous reply's text,
     not yet reflected in any marker). An iteration whose estimate moved, or that brought
-text after a reply that brought none, resets the count; a flat estimate with less than a
-point's worth of text leaves it as it is.
+    text after a reply that brought none, resets the count; a flat estimate with less than
+    a point's worth of text leaves it as it is.
     """
 
     last_percent: int | None = None

@@ -26,6 +26,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from core.extraction import clean_text
 from core.merge import Merge, describe_splice
 from core.overlap import MIN_OVERLAP, Splice, preamble_starts, splice_candidates
 
@@ -303,6 +304,18 @@ def plan_seam(tail: str, total: int, head: str, fragment: str, seam: Seam) -> Re
     if fixed is not None:
         return Reading(Splice(0, offset), fixed[0], fence, _notes(*notes, fixed[1]))
     return None
+
+
+def read_seam(
+    tail: str, total: int, head: str, fragment: str, seam: Seam
+) -> tuple[Reading | None, list[str], str]:
+    """Clean a continuation and plan its seam: the reading (None: a merge failure, for
+    the reason given), and the clean-up warnings."""
+    text, warnings = clean_text(fragment)
+    if not text:
+        return None, warnings, EMPTY
+    reading = plan_seam(tail, total, head, text, seam)
+    return reading, warnings, NO_SEAM
 
 
 def finish(reading: Reading, append: str, warnings: Iterable[str]) -> Merge:

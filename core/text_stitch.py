@@ -8,13 +8,12 @@ from core.extraction import clean_text
 from core.merge import Merge
 from core.seam import (
     EMPTY,
-    NO_SEAM,
     Reading,
     Seam,
     fence_opener,
     finish,
     grow_head,
-    plan_seam,
+    read_seam,
     split_closing_fence,
     start_reading,
 )
@@ -58,12 +57,9 @@ def merge_text(scan: TextScan, tail: str, fragment: str) -> tuple[TextScan, Merg
     """Append a continuation: overlap of 8+ characters, restart, repeated lines, or exact."""
     if not scan.length:
         return start_text(fragment)
-    text, warnings = clean_text(fragment)
-    if not text:
-        return scan, Merge.failed(EMPTY, *warnings)
-    reading = plan_seam(tail, scan.length, scan.head, text, Seam())
+    reading, warnings, error = read_seam(tail, scan.length, scan.head, fragment, Seam())
     if reading is None:
-        return scan, Merge.failed(NO_SEAM, *warnings)
+        return scan, Merge.failed(error, *warnings)
     return _advance(scan, reading.append), finish(reading, reading.append, warnings)
 
 
