@@ -25,12 +25,12 @@ from core.overlap import MIN_OVERLAP, Splice, exact_overlaps, preamble_starts, s
 
 _FENCE_AT = re.compile(r"\s*(```|~~~)[^\n]*(?:\n\s*)?\Z")
 _NON_WS = re.compile(r"\S+")
-# A preamble line is blank, a fence opener, or prose: it starts with a letter and holds
-# none of the characters that make JSON structure (a cut inside a string continues with
-# letters).
+# A preamble line is blank, a fence opener, or prose: it starts with a letter, holds none
+# of the characters that make JSON structure, and reads like words ("Here is", or ends
+# with a colon). A cut inside a string or a literal continues with letters ("ull,").
 _PROSE_LINE = re.compile(
     r"[ \t]*(?:(?:```|~~~)[A-Za-z0-9_+-]*[ \t]*"
-    r"|(?!(?:true|false|null)\b)[A-Za-z][^\n\"{}\[\]]*)?\n"
+    r"|(?!(?:true|false|null)\b)(?=[^\n]*(?:[A-Za-z] [A-Za-z]|:[ \t]*\n))[A-Za-z][^\n\"{}\[\]]*)?\n"
 )
 #: How much of a fragment the whitespace-insensitive search looks at.
 _COMPACT_LIMIT = 8192
