@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from cli import run_cmd, sim_cmd, stitch_cmd
+from cli import jobs_cmd, run_cmd, sim_cmd, stitch_cmd, worker_cmd
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -22,6 +22,8 @@ def build_parser() -> argparse.ArgumentParser:
     run_cmd.register(commands)
     stitch_cmd.register(commands)
     sim_cmd.register(commands)
+    worker_cmd.register(commands)
+    jobs_cmd.register(commands)
     return parser
 
 

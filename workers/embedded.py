@@ -32,10 +32,12 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 __all__ = [
+    "DataDirInUse",
     "EmbeddedRedis",
     "EmbeddedRedisError",
     "redis_server_binary",
     "resolve_redis_url",
+    "running_url",
 ]
 
 START_TIMEOUT = 10.0
@@ -51,6 +53,10 @@ _PORT_ATTEMPTS = 3
 
 class EmbeddedRedisError(RuntimeError):
     """The embedded server could not be started (or its data directory is in use)."""
+
+
+class DataDirInUse(EmbeddedRedisError):
+    """Another embedded server holds the data directory."""
 
 
 def redis_server_binary() -> Path:
@@ -330,7 +336,7 @@ class EmbeddedRedis:
             fh.seek(0)
             owner = fh.read().decode("utf-8", "replace").strip() or "unknown"
             fh.close()
-            raise EmbeddedRedisError(
+            raise DataDirInUse(
                 f"the Redis data dir {self.data_dir} is in use by another embedded server "
                 f"({owner}); stop it, or use another data dir, or set REDIS_URL"
             ) from None
@@ -356,19 +362,58 @@ class EmbeddedRedis:
         fh.close()
 
 
+def running_url(data_dir: Path) -> str | None:
+    """The URL of the embedded server another process runs on ``data_dir``, if one does.
+
+    The owner holds the flock on ``embedded.lock`` and wrote "pid P, port N" into it; a
+    lock nobody holds is stale (its server is gone).
+    """
+    lock = Path(data_dir) / LOCK_NAME
+    try:
+        fh = lock.open("rb")
+    except FileNotFoundError:
+        return None
+    with fh:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            owner = fh.read().decode("utf-8", "replace")
+            for part in owner.split(","):
+                key, _, value = part.strip().partition(" ")
+                if key == "port" and value.strip().isdigit():
+                    return f"redis://127.0.0.1:{int(value)}/0"
+            return None
+        fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+        return None
+
+
 def resolve_redis_url(
     env: Mapping[str, str] | None = None,
     data_dir: Path | None = None,
 ) -> tuple[str, EmbeddedRedis | None]:
-    """``REDIS_URL`` when set (and non-empty); otherwise start an :class:`EmbeddedRedis` in
-    ``data_dir`` (default ``./var/redis``, created) and return its URL and the server, which
-    the caller must ``stop()``."""
+    """``REDIS_URL`` when set (and non-empty); else the embedded server another process
+    already runs on ``data_dir`` (default ``./var/redis``), so ``continuum worker``, ``beat``
+    and ``status`` started side by side share one; else start an :class:`EmbeddedRedis` there
+    and return its URL and the server, which the caller must ``stop()``."""
     environ = os.environ if env is None else env
     url = environ.get("REDIS_URL", "").strip()
     if url:
         return url, None
-    directory = data_dir if data_dir is not None else Path.cwd() / DEFAULT_DATA_DIR
+    directory = (data_dir if data_dir is not None else Path.cwd() / DEFAULT_DATA_DIR).absolute()
     directory.mkdir(parents=True, exist_ok=True)
-    server = EmbeddedRedis(directory)
-    server.start()
-    return server.url, server
+    deadline = time.monotonic() + START_TIMEOUT
+    while True:
+        found = running_url(directory)
+        if found is not None:
+            return found, None
+        server = EmbeddedRedis(directory)
+        try:
+            server.start()
+        except DataDirInUse:
+            # Another process took the data dir between our look and our start: it is
+            # starting that server now; wait for it to write its port.
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+            continue
+        return server.url, server

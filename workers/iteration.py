@@ -23,7 +23,13 @@ from workers.providers.retry import backoff_delay
 from workers.runtime import Runtime
 from workers.store import TERMINAL, CommitResult, JobStatus
 
-Enqueue = Callable[[str, int, float], None]
+#: ``enqueue(job_id, iteration, countdown_s, queue)`` sends ``continuum.iterate``.
+Enqueue = Callable[[str, int, float, str], None]
+
+
+class JobFailed(RuntimeError):
+    """Raised by the task after a job ended failed (and was committed so), so the task
+    shows as failed in Flower and Sentry, with the job's reason."""
 
 
 @dataclass(frozen=True)
@@ -147,5 +153,7 @@ def run_iteration(rt: Runtime, job_id: str, iteration: int, enqueue: Enqueue) ->
     finally:
         store.release_lease(job_id, token)
     if code is CommitResult.COMMITTED and more:
-        enqueue(job_id, iteration + 1, countdown)
-    return {**base, "commit": code.value, **summary}
+        enqueue(job_id, iteration + 1, countdown, rt.queue_for(step.state))
+    if code is CommitResult.COMMITTED and status is JobStatus.FAILED:
+        raise JobFailed(f"job {job_id} failed at iteration {iteration}: {summary['reason']}")
+    return {**base, "commit": code.value, "status": status.value, **summary}

@@ -6,6 +6,7 @@
 {prefix}job:{id}:commits    hash: iteration -> times committed (1, always; for audits)
 {prefix}active              sorted set: unfinished jobs by the time they are overdue
 {prefix}batch:{id}          set: the jobs of a batch
+{prefix}batch:{id}:meta     hash: the batch's size and creation time
 {prefix}bucket:{profile}    hash: a provider's shared token bucket
 """
 
@@ -38,6 +39,9 @@ class Keys:
 
     def batch(self, batch_id: str) -> str:
         return f"{self.prefix}batch:{batch_id}"
+
+    def batch_meta(self, batch_id: str) -> str:
+        return f"{self.prefix}batch:{batch_id}:meta"
 
     def bucket(self, profile: str) -> str:
         return f"{self.prefix}bucket:{profile}"

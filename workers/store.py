@@ -68,6 +68,21 @@ class JobRecord:
     error: str | None
 
 
+@dataclass(frozen=True)
+class BatchStatus:
+    """A batch's aggregated progress: jobs by status, iterations and characters so far."""
+
+    batch_id: str
+    size: int
+    jobs: list[str]
+    counts: dict[str, int]
+    ended: int
+    done: bool
+    iterations: int
+    chars: int
+    created_at: float | None
+
+
 def _s(value: bytes | str) -> str:
     return value.decode("utf-8") if isinstance(value, bytes) else value
 
@@ -183,8 +198,60 @@ class JobStore:
     def set_running(self, job_id: str) -> None:
         self.redis.hset(self.keys.job(job_id), mapping={"status": JobStatus.RUNNING.value})
 
+    def final_output(self, record: JobRecord) -> str | None:
+        """The result of an ended job (its output with the closing suffix), else None."""
+        if record.result is None or "prefix" not in record.result:
+            return None
+        prefix, suffix = int(record.result["prefix"]), str(record.result["suffix"])
+        return self.output(record.job_id)[:prefix] + suffix
+
+    # -- batches -----------------------------------------------------------------------
+    def create_batch(self, batch_id: str, size: int) -> bool:
+        """Record a batch of ``size`` jobs; False when the id is taken (idempotent)."""
+        key = self.keys.batch_meta(batch_id)
+        created = bool(self.redis.hsetnx(key, "size", size))
+        if created:
+            self.redis.hset(key, "created_at", time.time())
+        return created
+
     def batch_jobs(self, batch_id: str) -> list[str]:
         return sorted(_s(m) for m in self.redis.smembers(self.keys.batch(batch_id)))
+
+    def cancel_batch(self, batch_id: str) -> tuple[int, int]:
+        """Cancel every unfinished job of the batch; (how many were cancelled, batch size)."""
+        jobs = self.batch_jobs(batch_id)
+        return sum(bool(self.cancel(job_id)) for job_id in jobs), len(jobs)
+
+    def batch_status(self, batch_id: str) -> BatchStatus | None:
+        """Aggregated progress of a batch, or None when there is no such batch."""
+        meta = {_s(k): _s(v) for k, v in self.redis.hgetall(self.keys.batch_meta(batch_id)).items()}
+        jobs = self.batch_jobs(batch_id)
+        if not meta and not jobs:
+            return None
+        pipe = self.redis.pipeline(transaction=False)
+        for job_id in jobs:
+            pipe.hmget(self.keys.job(job_id), ["status", "iteration", "summary"])
+        counts = dict.fromkeys((s.value for s in JobStatus), 0)
+        iterations = chars = 0
+        for status, iteration, summary in pipe.execute():
+            if status is None:
+                continue
+            counts[_s(status)] += 1
+            iterations += int(iteration or 0)
+            chars += int(json.loads(summary).get("chars", 0)) if summary else 0
+        size = int(meta.get("size", len(jobs)))
+        ended = sum(counts[s.value] for s in TERMINAL)
+        return BatchStatus(
+            batch_id=batch_id,
+            size=size,
+            jobs=jobs,
+            counts=counts,
+            ended=ended,
+            done=ended >= size,
+            iterations=iterations,
+            chars=chars,
+            created_at=float(meta["created_at"]) if "created_at" in meta else None,
+        )
 
     # -- leases and the watchdog -------------------------------------------------------
     def acquire_lease(self, job_id: str, token: str, ttl_s: float) -> bool:

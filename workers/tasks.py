@@ -6,37 +6,49 @@ A producer that imports nothing of Continuum's sends::
 
 ``continuum.iterate`` carries only ``{"job_id", "iteration"}``: the prompt, the state and
 the output stay in Redis, so the message is small however long the output grows and the
-task's visible arguments show no prompt and no key. A message that cannot be validated
-(poison) fails its job with a clear error, or is logged and dropped when it names no job;
-it is acknowledged either way, never redelivered forever.
+task's visible arguments show no prompt and no key. ``continuum.submit_batch`` takes
+``{"specs": [...], "batch_id"?}`` and creates a batch.
+
+A message that cannot be validated (poison) fails the job it names with a clear error (a
+new job id is kept as a failed job, never dropped); the task itself fails with that error,
+so Flower and Sentry show it, and is acknowledged: never redelivered forever.
 """
 
 from __future__ import annotations
 
 import logging
-import time
-import uuid
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from core import JobSpec, start
+from core import JobSpec
 from workers.app import app
-from workers.iteration import run_iteration
+from workers.iteration import JobFailed, run_iteration
 from workers.runtime import runtime
+from workers.submit import ID_PATTERN, describe, record_invalid, submit_batch, submit_job
 
 log = logging.getLogger("continuum.tasks")
+
+
+class InvalidMessage(ValueError):
+    """A task message that cannot be validated; the task fails (visibly) and is acked."""
 
 
 class GenerateArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
     spec: JobSpec
-    batch: str | None = Field(None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
+    batch: str | None = Field(None, pattern=ID_PATTERN)
+
+
+class BatchArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    specs: list[dict[str, Any]] = Field(min_length=1, max_length=10_000)
+    batch_id: str | None = Field(None, pattern=ID_PATTERN)
 
 
 class IterateArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    job_id: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$")
+    job_id: str = Field(pattern=ID_PATTERN)
     iteration: int = Field(ge=0)
 
 
@@ -50,16 +62,14 @@ def _parse(model: type[M], args: tuple[Any, ...], kwargs: dict[str, Any]) -> M |
     try:
         return model.model_validate(kwargs)
     except ValidationError as exc:
-        return "; ".join(
-            f"{'.'.join(map(str, e['loc'])) or 'message'}: {e['msg'].removeprefix('Value error, ')}"
-            for e in exc.errors()
-        )
+        return describe(exc)
 
 
-def enqueue_iteration(job_id: str, iteration: int, countdown: float = 0.0) -> None:
+def enqueue_iteration(job_id: str, iteration: int, countdown: float = 0.0, queue: str = "") -> None:
     iterate.apply_async(
         kwargs={"job_id": job_id, "iteration": iteration},
         countdown=countdown or None,
+        queue=queue or None,
     )
 
 
@@ -69,40 +79,43 @@ def generate(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
     rt = runtime()
     parsed = _parse(GenerateArgs, args, kwargs)
     if isinstance(parsed, str):
-        problem = parsed
         job_id = _named_job(kwargs)
         if job_id is not None:
-            rt.store.create(job_id, "{}", "{}", deadline=time.time() + 3600)
-            rt.store.fail(job_id, f"invalid job: {problem}")
-        log.error("continuum.generate: invalid message dropped: %s", problem)
-        return {"job_id": job_id, "error": f"invalid job: {problem}"}
-    spec = parsed.spec
-    job_id = spec.job_id or uuid.uuid4().hex
-    state = start(spec)
-    created = rt.store.create(
-        job_id,
-        spec.model_dump_json(),
-        state.model_dump_json(),
-        deadline=time.time() + rt.settings.queue_grace_s,
-        batch=parsed.batch,
-    )
-    if created:
-        enqueue_iteration(job_id, 0)
-    return {"job_id": job_id, "created": created}
+            record_invalid(rt, job_id, kwargs.get("spec"), parsed)
+        raise InvalidMessage(f"invalid job{f' {job_id}' if job_id else ''}: {parsed}")
+    done = submit_job(rt, parsed.spec, enqueue_iteration, batch=parsed.batch)
+    return {"job_id": done.job_id, "created": done.created}
+
+
+@app.task(name="continuum.submit_batch", bind=True)
+def submit_batch_task(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+    """Create a batch of jobs (``{"specs": [...], "batch_id"?}``) and enqueue each one."""
+    rt = runtime()
+    parsed = _parse(BatchArgs, args, kwargs)
+    if isinstance(parsed, str):
+        raise InvalidMessage(f"invalid batch: {parsed}")
+    batch_id, jobs = submit_batch(rt, parsed.specs, enqueue_iteration, batch_id=parsed.batch_id)
+    return {
+        "batch_id": batch_id,
+        "jobs": [j.job_id for j in jobs],
+        "invalid": {j.job_id: j.error for j in jobs if j.error},
+    }
 
 
 @app.task(name="continuum.iterate", bind=True)
 def iterate(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
-    """Run one iteration of a job; its result (shown by Flower) carries the progress."""
+    """Run one iteration of a job; its result (shown by Flower) carries the progress.
+
+    A job that ends failed makes this task fail too, with the job's reason, so Flower lists
+    it among failed tasks (and Sentry receives it); the message is acked all the same.
+    """
     rt = runtime()
     parsed = _parse(IterateArgs, args, kwargs)
     if isinstance(parsed, str):
-        problem = parsed
         job_id = _named_job(kwargs)
         if job_id is not None and rt.store.load(job_id) is not None:
-            rt.store.fail(job_id, f"invalid iteration message: {problem}")
-        log.error("continuum.iterate: invalid message dropped: %s", problem)
-        return {"job_id": job_id, "error": f"invalid iteration message: {problem}"}
+            rt.store.fail(job_id, f"invalid iteration message: {parsed}")
+        raise InvalidMessage(f"invalid iteration message: {parsed}")
     return run_iteration(rt, parsed.job_id, parsed.iteration, enqueue_iteration)
 
 
@@ -120,3 +133,6 @@ def _named_job(kwargs: dict[str, Any]) -> str | None:
         )
     except ValidationError:
         return None
+
+
+__all__ = ["InvalidMessage", "JobFailed", "enqueue_iteration", "generate", "iterate"]

@@ -12,19 +12,18 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
 
-from workers.store import TERMINAL, JobStore
+from core import JobState
+from workers.iteration import Enqueue
+from workers.runtime import Runtime
+from workers.store import TERMINAL
 
 log = logging.getLogger("continuum.watchdog")
 
-Enqueue = Callable[[str, int, float], None]
 
-
-def sweep(
-    store: JobStore, enqueue: Enqueue, *, grace_s: float, now: float | None = None
-) -> list[str]:
+def sweep(rt: Runtime, enqueue: Enqueue, *, now: float | None = None) -> list[str]:
     """One pass: re-enqueue every overdue job; return their ids."""
+    store = rt.store
     now = time.time() if now is None else now
     sent = []
     for job_id in store.overdue(now):
@@ -32,19 +31,19 @@ def sweep(
         if record is None or record.status in TERMINAL:
             store.redis.zrem(store.keys.active, job_id)
             continue
-        store.postpone(job_id, now + grace_s)
-        enqueue(job_id, record.iteration, 0.0)
+        store.postpone(job_id, now + rt.settings.queue_grace_s)
+        queue = rt.queue_for(JobState.model_validate_json(record.state))
+        enqueue(job_id, record.iteration, 0.0, queue)
         log.warning("job %s overdue at iteration %d: sent again", job_id, record.iteration)
         sent.append(job_id)
     return sent
 
 
-def run_forever(
-    store: JobStore, enqueue: Enqueue, *, interval_s: float, grace_s: float, stop: threading.Event
-) -> None:
+def run_forever(rt: Runtime, enqueue: Enqueue, stop: threading.Event) -> None:
+    """Sweep every ``watchdog_interval_s`` until ``stop`` is set."""
     while not stop.is_set():
         try:
-            sweep(store, enqueue, grace_s=grace_s)
+            sweep(rt, enqueue)
         except Exception:  # a Redis hiccup must not end the watchdog
             log.exception("watchdog sweep failed; trying again")
-        stop.wait(interval_s)
+        stop.wait(rt.settings.watchdog_interval_s)

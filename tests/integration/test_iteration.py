@@ -49,7 +49,7 @@ def drain(rt: Runtime, job_id: str, queue: deque[tuple[str, int, float]]) -> int
     steps = 0
     while queue:
         jid, iteration, _ = queue.popleft()
-        run_iteration(rt, jid, iteration, lambda j, i, c: queue.append((j, i, c)))
+        run_iteration(rt, jid, iteration, lambda j, i, c, q: queue.append((j, i, c)))
         steps += 1
     return steps
 
@@ -85,8 +85,8 @@ def test_duplicate_and_late_deliveries_are_no_ops(redis_client: Redis, redis_pre
     while queue:
         job, iteration, _ = queue.popleft()
         seen.append((job, iteration, 0.0))
-        first = run_iteration(rt, job, iteration, lambda j, i, c: queue.append((j, i, c)))
-        again = run_iteration(rt, job, iteration, lambda j, i, c: queue.append((j, i, c)))
+        first = run_iteration(rt, job, iteration, lambda j, i, c, q: queue.append((j, i, c)))
+        again = run_iteration(rt, job, iteration, lambda j, i, c, q: queue.append((j, i, c)))
         assert "commit" in first and "skipped" in again
     for job, iteration, _ in seen:  # late redeliveries of every message
         assert "skipped" in run_iteration(rt, job, iteration, lambda *a: None)
@@ -103,7 +103,7 @@ def test_concurrent_deliveries_commit_once(redis_client: Redis, redis_prefix: st
     nexts: list[int] = []
 
     def worker() -> None:
-        results.append(run_iteration(rt, "race", 0, lambda j, i, c: nexts.append(i)))
+        results.append(run_iteration(rt, "race", 0, lambda j, i, c, q: nexts.append(i)))
 
     threads = [threading.Thread(target=worker) for _ in range(4)]
     for t in threads:
@@ -120,7 +120,7 @@ def test_cancelled_job_stops_at_its_next_iteration(redis_client: Redis, redis_pr
     rt = make_runtime(redis_client, redis_prefix, sim)
     submit(rt, "c", "sim:format=text,size=5000", fmt="text")
     nexts: list[int] = []
-    run_iteration(rt, "c", 0, lambda j, i, c: nexts.append(i))
+    run_iteration(rt, "c", 0, lambda j, i, c, q: nexts.append(i))
     rt.store.cancel("c")
-    result = run_iteration(rt, "c", nexts[0], lambda j, i, c: nexts.append(i))
+    result = run_iteration(rt, "c", nexts[0], lambda j, i, c, q: nexts.append(i))
     assert "cancelled" in str(result["skipped"]) and nexts == [1]

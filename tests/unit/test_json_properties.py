@@ -36,11 +36,10 @@ def other_reading(acc: str, content: str, repeat: int) -> bool:
     cacc, ccontent = compact(acc), compact(content)
     crepeat = len(compact(content[:repeat]))
     top = min(len(cacc), len(ccontent))
-    return (
-        any(ccontent[:k] == cacc[-k:] for k in range(STRONG, top + 1) if k != crepeat)
-        or (ccontent.startswith(compact(acc[:64]))
+    return any(ccontent[:k] == cacc[-k:] for k in range(STRONG, top + 1) if k != crepeat) or (
+        ccontent.startswith(compact(acc[:64]))
         and len(compact(acc[:64])) >= MIN_OVERLAP
-        and repeat < len(acc))
+        and repeat < len(acc)
     )
 
 

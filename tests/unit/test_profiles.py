@@ -100,6 +100,58 @@ prefill = false
     assert anthropic.api_key_env == "ANTHROPIC_API_KEY"
 
 
+def test_the_file_sets_rate_limits_and_queues(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        """
+[profiles.openai]
+rate_limit_per_s = 2.5
+rate_limit_burst = 4
+queue = "llm.openai"
+
+[profiles.local]
+kind = "openai"
+rate_limit_per_s = 1
+""",
+    )
+    profiles = load_profiles({}, path)
+    openai = profiles["openai"]
+    assert (openai.rate_limit_per_s, openai.rate_limit_burst, openai.queue) == (
+        2.5,
+        4,
+        "llm.openai",
+    )
+    local = profiles["local"]
+    assert (local.rate_limit_per_s, local.rate_limit_burst, local.queue) == (1.0, 1, None)
+    anthropic = profiles["anthropic"]  # unlimited, on the default queue
+    assert (anthropic.rate_limit_per_s, anthropic.rate_limit_burst, anthropic.queue) == (
+        None,
+        1,
+        None,
+    )
+
+
+@pytest.mark.parametrize(
+    ("line", "field"),
+    [
+        ("rate_limit_per_s = 0", "rate_limit_per_s"),
+        ("rate_limit_per_s = -1.5", "rate_limit_per_s"),
+        ("rate_limit_per_s = inf", "rate_limit_per_s"),
+        ('rate_limit_per_s = "fast"', "rate_limit_per_s"),
+        ("rate_limit_burst = 0", "rate_limit_burst"),
+        ("rate_limit_burst = 1.5", "rate_limit_burst"),
+        ('queue = "bad queue"', "queue"),
+        ('queue = ""', "queue"),
+        ('queue = "-leading-dash"', "queue"),
+        (f'queue = "{"q" * 129}"', "queue"),
+    ],
+)
+def test_bad_rate_limits_and_queues_are_refused(tmp_path: Path, line: str, field: str) -> None:
+    path = write(tmp_path, f"[profiles.openai]\n{line}\n")
+    with pytest.raises(ProfileConfigError, match=rf"profile 'openai': field '{field}'"):
+        load_profiles({}, path)
+
+
 def test_the_file_is_found_through_continuum_profiles(tmp_path: Path) -> None:
     path = write(tmp_path, '[profiles.x]\nkind = "sim"\n')
     assert "x" in load_profiles({"CONTINUUM_PROFILES": str(path)})

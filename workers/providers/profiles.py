@@ -43,3 +43,28 @@ class Profile(BaseModel):
             "prefill is sent as an open assistant message and continued exactly."
         ),
     )
+    rate_limit_per_s: float | None = Field(
+        None,
+        gt=0,
+        allow_inf_nan=False,
+        description=(
+            "Requests per second for this profile, shared by all workers (a token bucket in "
+            "Redis). None: unlimited."
+        ),
+    )
+    rate_limit_burst: int = Field(
+        1,
+        ge=1,
+        description=(
+            "Requests the rate limit lets through at once after an idle spell (the bucket's "
+            "capacity). Only used with rate_limit_per_s."
+        ),
+    )
+    queue: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$",
+        description=(
+            "Celery queue for the iterations this profile serves, so workers can be scaled "
+            "per provider. None: the default queue."
+        ),
+    )

@@ -1,0 +1,41 @@
+"""Finding Redis for the commands that need it: ``REDIS_URL``, else the embedded server
+(``./var/redis``) another ``continuum`` process runs, else a new embedded one that this
+process owns and stops when it exits."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from workers.embedded import EmbeddedRedisError, resolve_redis_url
+
+
+class NoRedis(RuntimeError):
+    """No Redis to talk to, and none could be started; the message says why."""
+
+
+@contextmanager
+def redis_url(command: str, *, announce: bool = False) -> Iterator[str]:
+    """Yield the Redis URL to use, exported as ``REDIS_URL`` for the settings read after."""
+    try:
+        url, server = resolve_redis_url()
+    except EmbeddedRedisError as exc:
+        raise NoRedis(f"continuum {command}: {exc}") from None
+    os.environ["REDIS_URL"] = url
+    from workers.settings import get_settings  # noqa: PLC0415
+
+    get_settings.cache_clear()
+    if server is not None and announce:
+        print(
+            f"continuum {command}: started an embedded Redis at {url} (data in "
+            f"{server.data_dir}); it stops when this command does",
+            file=sys.stderr,
+            flush=True,
+        )
+    try:
+        yield url
+    finally:
+        if server is not None:
+            server.stop()

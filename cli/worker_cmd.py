@@ -1,0 +1,135 @@
+"""``continuum worker`` (a Celery worker running iterations) and ``continuum beat`` (the
+watchdog that re-enqueues iterations whose worker died)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+from typing import Any
+
+from cli.connect import NoRedis, redis_url
+
+POOLS = ("threads", "prefork", "solo")
+
+
+def register(commands: Any) -> None:
+    w = commands.add_parser(
+        "worker",
+        help="run a Celery worker that runs job iterations",
+        description="Run a Celery worker for Continuum's tasks. Iterations are I/O-bound "
+        "(one model call each), so the default pool is threads, many calls in flight per "
+        "process. Uses REDIS_URL, else the embedded Redis in ./var/redis (started if none "
+        "runs). Scale by starting more workers, here or on other machines.",
+    )
+    w.add_argument(
+        "-c",
+        "--concurrency",
+        type=int,
+        default=int(os.environ.get("CONTINUUM_CONCURRENCY", "16")),
+        metavar="N",
+        help="iterations in flight in this process (default 16, or CONTINUUM_CONCURRENCY)",
+    )
+    w.add_argument("--pool", choices=POOLS, default="threads", help="Celery pool (default threads)")
+    w.add_argument(
+        "-Q",
+        "--queues",
+        metavar="Q[,Q...]",
+        help="queues to consume (default: CONTINUUM_QUEUE, 'continuum'); name a provider "
+        "profile's queue to run a worker for that provider only",
+    )
+    w.add_argument("-n", "--hostname", help="Celery node name (default continuum-PID@HOST)")
+    w.add_argument("--loglevel", default="INFO", help="log level (default INFO)")
+    w.add_argument(
+        "--beat",
+        action="store_true",
+        help="also run the watchdog in this process (handy with a single worker)",
+    )
+    w.set_defaults(run=run_worker)
+
+    b = commands.add_parser(
+        "beat",
+        help="run the watchdog that re-enqueues iterations lost with their worker",
+        description="Every CONTINUUM_WATCHDOG_INTERVAL_S seconds (default 2), send again the "
+        "iteration of every job whose lease expired (its worker died mid-call) or whose "
+        "message waited past CONTINUUM_QUEUE_GRACE_S. Running two is harmless: a duplicate "
+        "iteration is a no-op.",
+    )
+    b.add_argument("--loglevel", default="INFO", help="log level (default INFO)")
+    b.set_defaults(run=run_beat)
+
+
+def _start_watchdog() -> tuple[threading.Thread, threading.Event]:
+    from workers.runtime import runtime  # noqa: PLC0415
+    from workers.tasks import enqueue_iteration  # noqa: PLC0415
+    from workers.watchdog import run_forever  # noqa: PLC0415
+
+    stop = threading.Event()
+    thread = threading.Thread(
+        target=run_forever, args=(runtime(), enqueue_iteration, stop), name="watchdog", daemon=True
+    )
+    thread.start()
+    return thread, stop
+
+
+def run_worker(args: argparse.Namespace) -> int:
+    if args.concurrency < 1:
+        print("continuum worker: --concurrency must be at least 1", file=sys.stderr)
+        return 2
+    try:
+        with redis_url("worker", announce=True):
+            from workers.settings import get_settings  # noqa: PLC0415
+
+            settings = get_settings()
+            from workers.app import app  # noqa: PLC0415  (reads REDIS_URL when imported)
+
+            app.conf.broker_url = app.conf.result_backend = os.environ["REDIS_URL"]
+            import workers.tasks  # noqa: F401, PLC0415  (registers the tasks)
+
+            queues = args.queues or settings.queue
+            argv = [
+                "worker",
+                f"--pool={args.pool}",
+                f"--concurrency={args.concurrency}",
+                f"--queues={queues}",
+                f"--hostname={args.hostname or f'continuum-{os.getpid()}@%h'}",
+                f"--loglevel={args.loglevel}",
+                "--without-mingle",
+                "--without-gossip",
+            ]
+            watchdog = _start_watchdog() if args.beat else None
+            try:
+                app.worker_main(argv)
+            finally:
+                if watchdog is not None:
+                    watchdog[1].set()
+                    watchdog[0].join(timeout=5)
+    except NoRedis as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    return 0
+
+
+def run_beat(args: argparse.Namespace) -> int:
+    import logging  # noqa: PLC0415
+
+    logging.basicConfig(
+        level=args.loglevel.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        with redis_url("beat", announce=True) as url:
+            from workers.settings import get_settings  # noqa: PLC0415
+
+            thread, stop = _start_watchdog()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(sig, lambda *_: stop.set())
+            interval = get_settings().watchdog_interval_s
+            print(f"continuum beat: watching {url} every {interval:g} s", file=sys.stderr)
+            while thread.is_alive():
+                thread.join(timeout=0.5)
+    except NoRedis as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    return 0

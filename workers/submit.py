@@ -1,0 +1,106 @@
+"""Creating jobs and batches: shared by the ``continuum.generate`` task, the command line
+and the status API, so a job is created the same way whoever submits it.
+
+Creation is idempotent on the job id (and the batch id): a producer that retries a submit
+with the same id creates nothing twice and enqueues nothing twice. What a user sent is
+never dropped: a spec that fails validation still becomes a job, failed, whose error
+says what is wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from core import JobSpec, start
+from workers.runtime import Runtime
+
+#: ``enqueue(job_id, iteration, countdown_s, queue)`` sends ``continuum.iterate``.
+Enqueue = Callable[[str, int, float, str], None]
+
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
+
+
+@dataclass(frozen=True)
+class Submitted:
+    job_id: str
+    created: bool
+    error: str | None = None
+
+
+def describe(exc: ValidationError) -> str:
+    """A validation error as one line per problem, each naming the field."""
+    return "; ".join(
+        f"{'.'.join(map(str, e['loc'])) or 'message'}: {e['msg'].removeprefix('Value error, ')}"
+        for e in exc.errors()
+    )
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def submit_job(
+    rt: Runtime, spec: JobSpec, enqueue: Enqueue, *, batch: str | None = None
+) -> Submitted:
+    """Create the job (unless its id exists) and enqueue its iteration 0."""
+    job_id = spec.job_id or new_id()
+    state = start(spec)
+    created = rt.store.create(
+        job_id,
+        spec.model_dump_json(),
+        state.model_dump_json(),
+        deadline=time.time() + rt.settings.queue_grace_s,
+        batch=batch,
+    )
+    if created:
+        enqueue(job_id, 0, 0.0, rt.queue_for(state))
+    return Submitted(job_id, created)
+
+
+def record_invalid(
+    rt: Runtime, job_id: str, raw: Any, problem: str, *, batch: str | None = None
+) -> Submitted:
+    """Keep an invalid submission as a failed job that says what is wrong with it."""
+    created = rt.store.create(
+        job_id, json.dumps(raw, default=str), "{}", deadline=time.time() + 3600, batch=batch
+    )
+    if created:  # never fail a valid job that already holds this id
+        rt.store.fail(job_id, f"invalid job: {problem}")
+    return Submitted(job_id, created, f"invalid job: {problem}")
+
+
+def submit_batch(
+    rt: Runtime,
+    specs: Sequence[Any],
+    enqueue: Enqueue,
+    *,
+    batch_id: str | None = None,
+) -> tuple[str, list[Submitted]]:
+    """Create a batch of jobs from raw specs (each validated on its own: a bad one becomes
+    a failed job, the others run). Idempotent on ``batch_id``."""
+    batch_id = batch_id or new_id()
+    rt.store.create_batch(batch_id, len(specs))
+    out = []
+    for index, raw in enumerate(specs):
+        try:
+            spec = JobSpec.model_validate(raw)
+        except ValidationError as exc:
+            named = raw.get("job_id") if isinstance(raw, dict) else None
+            job_id = f"{batch_id}.{index}"
+            if isinstance(named, str) and re.fullmatch(ID_PATTERN, named):
+                job_id = named
+            out.append(record_invalid(rt, job_id, raw, describe(exc), batch=batch_id))
+            continue
+        if spec.job_id is None:
+            # A stable id per position: resubmitting the same batch creates nothing twice.
+            spec = spec.model_copy(update={"job_id": f"{batch_id}.{index}"})
+        out.append(submit_job(rt, spec, enqueue, batch=batch_id))
+    return batch_id, out
