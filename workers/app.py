@@ -11,6 +11,9 @@ def make_app(settings: Settings | None = None, *, broker_url: str | None = None)
     s = settings or get_settings()
     url = broker_url or s.redis_url or "redis://127.0.0.1:6379/0"
     app = Celery("continuum", broker=url, backend=url, include=["workers.tasks"])
+    transport: dict[str, object] = {"visibility_timeout": s.visibility_timeout_s}
+    if s.broker_prefix:
+        transport["global_keyprefix"] = s.broker_prefix
     app.conf.update(
         task_serializer="json",
         result_serializer="json",
@@ -26,8 +29,9 @@ def make_app(settings: Settings | None = None, *, broker_url: str | None = None)
         task_default_queue=s.queue,
         result_expires=24 * 3600,
         broker_connection_retry_on_startup=True,
-        broker_transport_options={"visibility_timeout": s.visibility_timeout_s},
-        result_backend_transport_options={"visibility_timeout": s.visibility_timeout_s},
+        broker_transport="workers.transport:Transport",
+        broker_transport_options=transport,
+        result_backend_transport_options=dict(transport),
         worker_hijack_root_logger=False,
     )
     return app

@@ -117,8 +117,18 @@ def run_iteration(rt: Runtime, job_id: str, iteration: int, enqueue: Enqueue) ->
     if not store.acquire_lease(job_id, token, settings.lease_ttl_s):
         return {**base, "skipped": "this iteration is running elsewhere"}
     try:
+        state = JobState.model_validate_json(record.state)
+        wait = rt.rate_wait(state)
+        if wait > 0:
+            # Over the provider's shared rate limit: come back later without holding a
+            # worker slot (the watchdog's deadline moves past the wait).
+            wait = min(wait, settings.max_countdown_s)
+            store.postpone(job_id, time.time() + wait + settings.queue_grace_s)
+            store.release_lease(job_id, token)
+            enqueue(job_id, iteration, wait, rt.queue_for(state))
+            return {**base, "deferred_s": round(wait, 3), "reason": "provider rate limit"}
         with LeaseKeeper(rt, job_id, token):
-            step = decide(rt, job_id, JobState.model_validate_json(record.state))
+            step = decide(rt, job_id, state)
         d = step.decision
         countdown = 0.0
         if isinstance(d, Retry) and d.backoff:

@@ -10,7 +10,9 @@ from redis import Redis
 
 from core import JobState
 from workers.calls import ProviderPool
+from workers.providers.profiles import Profile
 from workers.providers.registry import default_providers, load_profiles
+from workers.ratelimit import TokenBucket
 from workers.settings import Settings, get_settings
 from workers.store import JobStore
 
@@ -21,19 +23,36 @@ class Runtime:
     store: JobStore
     pool: ProviderPool
 
+    bucket: TokenBucket
+
+    def profile_for(self, state: JobState) -> Profile | None:
+        """The profile that serves the job's next call (None: not configured)."""
+        names = list(state.spec.providers) or default_providers(self.pool.env)
+        return self.pool.profiles.get(names[min(state.provider_index, len(names) - 1)])
+
     def queue_for(self, state: JobState) -> str:
         """The Celery queue of the job's next iteration: its serving profile's, if it has
         one (workers scale per provider), else the default queue."""
-        names = list(state.spec.providers) or default_providers(self.pool.env)
-        if not names:
-            return self.settings.queue
-        profile = self.pool.profiles.get(names[min(state.provider_index, len(names) - 1)])
+        profile = self.profile_for(state)
         return (profile.queue if profile is not None else None) or self.settings.queue
+
+    def rate_wait(self, state: JobState) -> float:
+        """Take a token for the next call from its profile's shared bucket: 0.0, or the
+        seconds to wait (nothing taken) when the profile is over its rate limit."""
+        profile = self.profile_for(state)
+        if profile is None or profile.rate_limit_per_s is None:
+            return 0.0
+        return self.bucket.take(profile.name, profile.rate_limit_per_s, profile.rate_limit_burst)
 
 
 def build_runtime(settings: Settings, redis_url: str) -> Runtime:
-    store = JobStore(Redis.from_url(redis_url), prefix=settings.key_prefix)
-    return Runtime(settings, store, ProviderPool(load_profiles(os.environ)))
+    client = Redis.from_url(redis_url)
+    return Runtime(
+        settings,
+        JobStore(client, prefix=settings.key_prefix),
+        ProviderPool(load_profiles(os.environ)),
+        TokenBucket(client, prefix=settings.key_prefix),
+    )
 
 
 @lru_cache(maxsize=1)

@@ -15,6 +15,9 @@ class Settings(BaseSettings):
         None, validation_alias=AliasChoices("REDIS_URL", "CONTINUUM_REDIS_URL")
     )
     key_prefix: str = "continuum:"
+    #: Prefix of Celery's own keys (queues, results) in Redis. Empty by default, so any
+    #: Celery producer (or a raw LPUSH) reaches the queue by its plain name.
+    broker_prefix: str = ""
     queue: str = "continuum"
     #: An iteration in flight holds a lease this long, renewed every third of it while
     #: the model call runs; a killed worker's iteration is taken over about this late.

@@ -189,7 +189,7 @@ class JobStore:
         return None if code < 0 else bool(code)
 
     def fail(self, job_id: str, error: str) -> bool:
-        """End a job as failed with ``error`` (unless it already ended otherwise)."""
+        """End a job as failed with ``error``, unless it has ended (its first reason stays)."""
         k = self.keys
         return (
             int(self._fail(keys=[k.job(job_id), k.active], args=[job_id, time.time(), error])) == 1

@@ -16,6 +16,7 @@ from sim.model import SimModel, SimOptions
 from workers.calls import ProviderPool
 from workers.iteration import run_iteration
 from workers.providers.profiles import Profile
+from workers.ratelimit import TokenBucket
 from workers.runtime import Runtime
 from workers.settings import Settings
 from workers.store import JobStatus, JobStore
@@ -23,11 +24,15 @@ from workers.store import JobStatus, JobStore
 PROMPT = "List the exhibits of the museum"
 
 
-def make_runtime(client: Redis, prefix: str, sim: SimModel) -> Runtime:
-    profile = Profile(name="sim", kind="openai", base_url="http://sim/v1")
-    pool = ProviderPool({"sim": profile}, env={}, transports={"sim": make_transport(model=sim)})
+def make_runtime(client: Redis, prefix: str, sim: SimModel, **profile: object) -> Runtime:
+    sim_profile = Profile.model_validate(
+        {"name": "sim", "kind": "openai", "base_url": "http://sim/v1", **profile}
+    )
+    pool = ProviderPool({"sim": sim_profile}, env={}, transports={"sim": make_transport(model=sim)})
     settings = Settings(lease_ttl_s=5, queue_grace_s=5)  # type: ignore[call-arg]
-    return Runtime(settings, JobStore(client, prefix=prefix), pool)
+    return Runtime(
+        settings, JobStore(client, prefix=prefix), pool, TokenBucket(client, prefix=prefix)
+    )
 
 
 def submit(rt: Runtime, job_id: str, model: str, fmt: str = "json") -> None:
@@ -124,3 +129,31 @@ def test_cancelled_job_stops_at_its_next_iteration(redis_client: Redis, redis_pr
     rt.store.cancel("c")
     result = run_iteration(rt, "c", nexts[0], lambda j, i, c, q: nexts.append(i))
     assert "cancelled" in str(result["skipped"]) and nexts == [1]
+
+
+def test_over_the_rate_limit_an_iteration_is_deferred_not_run(
+    redis_client: Redis, redis_prefix: str
+) -> None:
+    """Two jobs on a profile limited to 2 calls/s, burst 1: the second job's iteration is
+    sent again with a countdown of about 0.5 s, holding no slot, and committed nothing."""
+    rt = make_runtime(
+        redis_client,
+        redis_prefix,
+        SimModel(SimOptions(seed=2)),
+        rate_limit_per_s=2.0,
+        queue="sim-q",
+    )
+    submit(rt, "r1", "sim:format=text,size=3000", fmt="text")
+    submit(rt, "r2", "sim:format=text,size=3000", fmt="text")
+    sent: list[tuple[str, int, float, str]] = []
+    first = run_iteration(rt, "r1", 0, lambda j, i, c, q: sent.append((j, i, c, q)))
+    second = run_iteration(rt, "r2", 0, lambda j, i, c, q: sent.append((j, i, c, q)))
+    assert first["commit"] == "committed" and "deferred_s" not in first
+    assert second["reason"] == "provider rate limit" and 0.3 < second["deferred_s"] <= 0.5
+    assert sent[0] == ("r1", 1, 0.0, "sim-q")
+    job, iteration, countdown, queue = sent[1]
+    assert (job, iteration, queue) == ("r2", 0, "sim-q") and countdown == second["deferred_s"]
+    assert rt.store.commits("r2") == {} and rt.store.load("r2").iteration == 0  # type: ignore[union-attr]
+    time.sleep(countdown)
+    again = run_iteration(rt, "r2", 0, lambda j, i, c, q: sent.append((j, i, c, q)))
+    assert again["commit"] == "committed"

@@ -1,10 +1,11 @@
 -- End a job as failed with a reason (a poison message, an unrecoverable error).
+-- A job that has ended keeps its status and its first reason.
 -- KEYS: job hash, active zset   ARGV: job id, now, error
 if redis.call('EXISTS', KEYS[1]) == 0 then
   return -1
 end
 local status = redis.call('HGET', KEYS[1], 'status')
-if status == 'succeeded' or status == 'partial' or status == 'cancelled' then
+if status == 'succeeded' or status == 'partial' or status == 'failed' or status == 'cancelled' then
   return 0
 end
 redis.call('HSET', KEYS[1], 'status', 'failed', 'error', ARGV[3], 'updated_at', ARGV[2])
