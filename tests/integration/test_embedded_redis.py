@@ -13,7 +13,12 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from workers.embedded import EmbeddedRedis, EmbeddedRedisError, resolve_redis_url
+from workers.embedded import (
+    EmbeddedRedis,
+    EmbeddedRedisError,
+    resolve_redis_url,
+    running_url,
+)
 
 
 def alive(pid: int) -> bool:
@@ -181,6 +186,24 @@ def test_resolve_redis_url_starts_a_server_in_var_redis(
     server.stop()
     assert explicit == server.url
     assert (tmp_path / "elsewhere" / "redis.log").exists()
+
+
+def test_a_running_embedded_server_is_shared_not_started_twice(tmp_path: Path) -> None:
+    """``continuum worker``, ``beat`` and ``status`` started side by side with no REDIS_URL
+    find the server the first one started (its port is in the lock file it holds)."""
+    first_url, owner = resolve_redis_url({}, data_dir=tmp_path)
+    assert owner is not None
+    try:
+        url, server = resolve_redis_url({}, data_dir=tmp_path)
+        assert (url, server) == (first_url, None)
+        assert running_url(tmp_path) == first_url
+    finally:
+        owner.stop()
+    assert running_url(tmp_path) is None  # the lock is free: a stale file is no server
+    again, server = resolve_redis_url({}, data_dir=tmp_path)
+    assert server is not None
+    server.stop()
+    assert again == server.url
 
 
 # -- the redis_prefix fixture ---------------------------------------------------------------
