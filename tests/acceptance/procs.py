@@ -55,11 +55,14 @@ class Cluster:
         self._logs[proc.pid] = log
         return proc
 
-    def worker(self, concurrency: int = 4, *, wait: bool = True, **env: str) -> Any:
+    def worker(
+        self, concurrency: int = 4, *, wait: bool = True, queues: str | None = None, **env: str
+    ) -> Any:
         """Start ``continuum worker``; with ``wait``, return once it consumes."""
-        proc = self._spawn(
-            "worker", ["worker", f"--concurrency={concurrency}", "--loglevel=INFO"], env
-        )
+        args = ["worker", f"--concurrency={concurrency}", "--loglevel=INFO"]
+        if queues:
+            args.append(f"--queues={queues}")
+        proc = self._spawn("worker", args, env)
         if wait:
             self.wait_for_log(proc, " ready.")
         return proc

@@ -200,6 +200,36 @@ def test_poison_messages_fail_clearly_and_the_worker_goes_on(
     assert redis_client.llen(f"{c.prefix}q") == 0  # nothing left to redeliver forever
 
 
+# -- routing and rate limits ------------------------------------------------------------------
+
+
+def test_a_profile_queue_routes_iterations_and_its_rate_limit_is_shared(
+    cluster: Callable[..., Cluster], tmp_path: Path
+) -> None:
+    """A profile with its own queue and a rate limit of 4 calls/s: its iterations run only
+    on the worker that consumes that queue, and two workers together never exceed the rate."""
+    profiles = tmp_path / "profiles.toml"
+    profiles.write_text(
+        '[profiles.limited]\nkind = "sim"\nqueue = "limited-q"\nrate_limit_per_s = 4.0\n',
+        encoding="utf-8",
+    )
+    c = cluster(CONTINUUM_PROFILES=str(profiles))
+    general = c.worker(concurrency=2)
+    dedicated = [c.worker(concurrency=4, queues="limited-q") for _ in range(2)]
+    jobs = [{**spec(f"lim{i}", "text", size=4500), "providers": ["limited"]} for i in range(2)]
+    started = time.monotonic()
+    send(c, jobs)
+    records = c.wait_ended([j["job_id"] for j in jobs], timeout=60)
+    elapsed = time.monotonic() - started
+    calls = sum(r.iteration for r in records.values())
+    assert all(r.status.value == "succeeded" for r in records.values()), c.logs()
+    assert calls >= 8 and elapsed >= (calls - 1) / 4.0 * 0.9, (calls, elapsed)
+    assert "Task continuum.iterate[" not in c.log(general)  # it only created the jobs
+    assert "Task continuum.generate[" in c.log(general)
+    logs = "".join(c.log(w) for w in dedicated)
+    assert "'commit': 'committed'" in logs and "'deferred_s'" in logs
+
+
 # -- batches -----------------------------------------------------------------------------
 
 

@@ -1,0 +1,186 @@
+"""``continuum flower`` on a real cluster: Flower lists the worker, every iteration as a
+``continuum.iterate`` task whose arguments are the job id and the iteration only, whose
+result carries the job's progress, and a failed job's last iteration as a failed task
+with the reason."""
+
+from __future__ import annotations
+
+import ast
+import signal
+import subprocess
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+from procs import CONTINUUM, ROOT, Cluster
+
+from tests.conftest import free_port
+
+USER, PASSWORD = "ops", "s3cret-flower"
+PROGRESS = ("iteration", "percent", "chars", "records", "fallbacks")
+
+
+def profiles(tmp_path: Path) -> Path:
+    """The in-process simulator with quick retries, and a profile whose server is down
+    (so a job naming it first falls back to ``sim``)."""
+    path = tmp_path / "profiles.toml"
+    path.write_text(
+        f"""
+[profiles.sim]
+max_retries = 1
+backoff_base_s = 0.01
+backoff_cap_s = 0.05
+
+[profiles.down]
+kind = "openai"
+base_url = "http://127.0.0.1:{free_port()}/v1"
+timeout_s = 2.0
+max_retries = 0
+""",
+        encoding="utf-8",
+    )
+    return path
+
+
+def spec(job_id: str, model: str, providers: list[str], **continuation: Any) -> dict[str, Any]:
+    return {
+        "job_id": job_id,
+        "prompt": f"Write the secret catalogue of the archive ({job_id})",
+        "format": "text",
+        "providers": providers,
+        "model": model,
+        "max_output_tokens": 250,
+        "continuation": {"max_attempts": 40, **continuation},
+    }
+
+
+class Flower:
+    """A ``continuum flower`` subprocess and an HTTP client with its basic auth."""
+
+    def __init__(self, c: Cluster, log: Path) -> None:
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.log = log
+        with log.open("wb") as fh:
+            self.proc = subprocess.Popen(
+                [*CONTINUUM, "flower", f"--port={self.port}"],
+                env={**c.env, "FLOWER_BASIC_AUTH": f"{USER}:{PASSWORD}"},
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+                cwd=ROOT,
+            )
+        c.procs.append(self.proc)  # killed at teardown if still running
+        self.http = httpx.Client(base_url=self.base, auth=(USER, PASSWORD), timeout=10)
+
+    def text(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def get(self, path: str, **params: Any) -> Any:
+        answer = self.http.get(path, params=params)
+        answer.raise_for_status()
+        return answer.json() if path.startswith("/api/") else answer.text
+
+    def wait(self, what: str, check: Callable[[], Any], timeout: float = 20.0) -> Any:
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"flower exited ({self.proc.returncode}):\n{self.text()}")
+            try:
+                found = check()
+            except httpx.HTTPError:
+                found = None
+            if found:
+                return found
+            if time.monotonic() > deadline:
+                raise AssertionError(f"flower: no {what} in {timeout} s:\n{self.text()}")
+            time.sleep(0.1)
+
+
+def iterations(tasks: dict[str, Any], job_id: str) -> list[dict[str, Any]]:
+    """The job's ``continuum.iterate`` tasks in Flower's list, by iteration."""
+    mine = [
+        {"uuid": uuid_, **t}
+        for uuid_, t in tasks.items()
+        if t.get("name") == "continuum.iterate" and f"'job_id': '{job_id}'" in (t["kwargs"] or "")
+    ]
+    return sorted(mine, key=lambda t: ast.literal_eval(t["kwargs"])["iteration"])
+
+
+def test_flower_shows_iterations_with_progress_and_failures(
+    cluster: Callable[..., Cluster], tmp_path: Path
+) -> None:
+    c = cluster(CONTINUUM_PROFILES=str(profiles(tmp_path)), CONTINUUM_MAX_COUNTDOWN_S="0.2")
+    flower = Flower(c, tmp_path / "flower.log")
+    worker = c.worker()
+
+    # Up, on loopback, behind basic auth; it learns of the worker before any job is sent.
+    assert flower.wait("banner", lambda: f"http://127.0.0.1:{flower.port}/" in flower.text())
+    flower.wait("answer", lambda: flower.http.get("/healthcheck").status_code == 200)
+    assert httpx.get(f"{flower.base}/api/workers", timeout=10).status_code == 401
+    workers = flower.wait(
+        "worker", lambda: [w for w in flower.get("/api/workers", refresh=1) if "continuum-" in w]
+    )
+    assert workers == [f"continuum-{worker.pid}@" + workers[0].split("@", 1)[1]]
+
+    run = uuid.uuid4().hex[:8]
+    ok, bad = f"flower-ok-{run}", f"flower-bad-{run}"
+    producer = c.producer()
+    for raw in (
+        spec(ok, "sim:format=text,size=4000", ["down", "sim"]),
+        spec(bad, "sim:format=text,size=3000,server_error=1", ["sim"], max_merge_failures=2),
+    ):
+        producer.send_task("continuum.generate", kwargs={"spec": raw}, queue="q")
+    ended = c.wait_ended([ok, bad], timeout=20)
+    assert ended[ok].status.value == "succeeded" and ended[bad].status.value == "failed"
+
+    def settled() -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
+        tasks = flower.get("/api/tasks", taskname="continuum.iterate")
+        done, failed = iterations(tasks, ok), iterations(tasks, bad)
+        finished = len(done) == ended[ok].iteration and len(failed) == ended[bad].iteration
+        if finished and all(t["state"] in {"SUCCESS", "FAILURE"} for t in done + failed):
+            return done, failed
+        return None
+
+    done, failed = flower.wait("settled iterate tasks", settled)
+
+    # The arguments: the job id and the iteration, nothing of the prompt.
+    for n, task in enumerate(done):
+        assert task["args"] == "()"
+        assert ast.literal_eval(task["kwargs"]) == {"job_id": ok, "iteration": n}
+        assert "secret catalogue" not in str(task)
+        assert task["worker"] == workers[0]
+
+    # Every succeeded iteration's result carries the progress; the fallback is in it.
+    assert all(t["state"] == "SUCCESS" for t in done)
+    results = [ast.literal_eval(t["result"]) for t in done]
+    for n, result in enumerate(results):
+        assert set(PROGRESS) <= set(result), result
+        assert result["job_id"] == ok and result["iteration"] == n + 1
+    assert results[-1]["status"] == "succeeded" and results[-1]["chars"] > 3000
+    assert results[-1]["chars"] == max(r["chars"] for r in results)
+    switch = results[0]["fallbacks"][0]
+    assert (switch["from_profile"], switch["to_profile"]) == ("down", "sim")
+
+    # The failed job: its first iteration asked for a retry, its last one failed with
+    # the reason (the task's exception), as ``continuum status`` would say it.
+    assert [t["state"] for t in failed] == ["SUCCESS", "FAILURE"]
+    assert "the provider reported an error" in ast.literal_eval(failed[0]["result"])["reason"]
+    exception = failed[-1]["exception"]
+    assert exception.startswith("JobFailed(")
+    assert f"job {bad} failed at iteration 1: 2 consecutive failures" in exception
+    assert "the provider reported an error" in exception
+    info = flower.get(f"/api/task/info/{failed[-1]['uuid']}")
+    assert info["state"] == "FAILURE" and info["exception"] == exception
+    assert "JobFailed" in info["traceback"]
+
+    # The task page shows the same result.
+    page = flower.get(f"/task/{done[-1]['uuid']}")
+    for field in (*PROGRESS, ok, "succeeded"):
+        assert field in page, field
+
+    # SIGTERM stops it cleanly.
+    flower.proc.send_signal(signal.SIGTERM)
+    assert flower.proc.wait(timeout=10) == 0, flower.text()
