@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from cli import jobs_cmd, run_cmd, sim_cmd, stitch_cmd, worker_cmd
+from cli import flower_cmd, jobs_cmd, run_cmd, sim_cmd, stitch_cmd, worker_cmd
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim_cmd.register(commands)
     worker_cmd.register(commands)
     jobs_cmd.register(commands)
+    flower_cmd.register(commands)
     return parser
 
 

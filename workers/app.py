@@ -1,9 +1,17 @@
-"""The Celery application: JSON only, late acks, prefetch 1, task events on."""
+"""The Celery application: JSON only, late acks, prefetch 1, task events on.
+
+A worker turns Sentry on at start when ``SENTRY_DSN`` is set (``celeryd_init``: once, in
+the main process, before a prefork pool forks; the SDK restarts its sender in each child).
+"""
 
 from __future__ import annotations
 
-from celery import Celery
+from typing import Any
 
+from celery import Celery
+from celery.signals import celeryd_init, task_prerun
+
+from workers.observability import init_sentry, tag_task
 from workers.settings import Settings, get_settings
 
 
@@ -38,3 +46,16 @@ def make_app(settings: Settings | None = None, *, broker_url: str | None = None)
 
 
 app = make_app()
+
+
+def _start_sentry(**_: Any) -> None:
+    init_sentry(get_settings())
+
+
+def _tag_task(kwargs: dict[str, Any] | None = None, **_: Any) -> None:
+    # Runs inside the task's own Sentry scope: a poison message is tagged with its job too.
+    tag_task(kwargs)
+
+
+celeryd_init.connect(_start_sentry)
+task_prerun.connect(_tag_task)

@@ -18,13 +18,49 @@ from typing import Any
 
 from core import Continue, Decision, Fallback, Finish, JobState, Retry, advance, review
 from core.state import OutputRef
-from workers.calls import call_model
+from workers.calls import UnknownProfile, call_model
+from workers.observability import tag_iteration
+from workers.providers.base import TransientError
 from workers.providers.retry import backoff_delay
 from workers.runtime import Runtime
 from workers.store import TERMINAL, CommitResult, JobStatus
 
 #: ``enqueue(job_id, iteration, countdown_s, queue)`` sends ``continuum.iterate``.
 Enqueue = Callable[[str, int, float, str], None]
+
+
+#: Times an iteration may raise (a bug, Redis down mid-iteration) before its job fails.
+MAX_CRASHES = 5
+
+
+#: A provider retry waiting longer than this does not sleep in the worker: the iteration
+#: is sent again with that countdown, freeing the slot.
+INLINE_RETRY_S = 2.0
+#: Deferred retries per iteration; then the provider counts as failed for this call
+#: (fallback to the next profile, or the engine's own retry policy).
+MAX_DEFERRALS = 4
+
+
+class Deferred(Exception):
+    """A provider asked for a wait too long to spend holding a worker slot."""
+
+    def __init__(self, delay: float) -> None:
+        super().__init__(f"provider retry deferred by {delay:.1f} s")
+        self.delay = delay
+
+
+def _sleeper(used: int) -> Callable[[float], None]:
+    """The provider retry's sleep in a worker: short waits inline, long ones deferred."""
+
+    def sleep(delay: float) -> None:
+        if delay <= INLINE_RETRY_S:
+            time.sleep(delay)
+        elif used >= MAX_DEFERRALS:
+            raise TransientError(f"still failing after {used} deferred retries")
+        else:
+            raise Deferred(delay)
+
+    return sleep
 
 
 class JobFailed(RuntimeError):
@@ -65,9 +101,11 @@ class LeaseKeeper:
         self._thread.join()
 
 
-def decide(rt: Runtime, job_id: str, state: JobState) -> Step:
+def decide(
+    rt: Runtime, job_id: str, state: JobState, sleep: Callable[[float], None] = time.sleep
+) -> Step:
     """Call the model once and take the reply into the job (reviewing a finished JSON)."""
-    state, response = call_model(state, rt.pool)
+    state, response = call_model(state, rt.pool, sleep=sleep)
     state, decision = advance(state, response)
     append, replace = decision.append, isinstance(decision, Finish) and decision.replace
     if isinstance(decision, Finish) and decision.review:
@@ -84,7 +122,7 @@ def _summary(step: Step) -> dict[str, Any]:
     s, d = step.state, step.decision
     meta = s.metadata
     return {
-        "iteration": s.iteration,
+        "iterations_done": s.iteration,
         "decision": type(d).__name__.lower(),
         "chars": s.length,
         "records": meta.final_record_count,
@@ -100,6 +138,36 @@ def _result(ref: OutputRef | None, outcome: str, reason: str | None) -> dict[str
     if ref is not None:
         out.update(prefix=ref.prefix, suffix=ref.suffix)
     return out
+
+
+def _count_crash(rt: Runtime, job_id: str, iteration: int, exc: Exception) -> None:
+    """An iteration raised: the task fails (Flower, Sentry) and the watchdog sends the
+    iteration again when the lease expires; after ``MAX_CRASHES`` the job fails, so a
+    bug or a poisoned state does not loop forever."""
+    field = f"crashes:{iteration}"
+    crashes = int(rt.store.redis.hincrby(rt.store.keys.job(job_id), field, 1))
+    if crashes >= MAX_CRASHES:
+        rt.store.fail(job_id, f"iteration {iteration} raised {crashes} times; last: {exc!r}"[:2000])
+
+
+def _defer(
+    rt: Runtime,
+    state: JobState,
+    base: dict[str, Any],
+    token: str,
+    *,
+    wait: float,
+    reason: str,
+    enqueue: Enqueue,
+) -> dict[str, Any]:
+    """Send the same iteration again in ``wait`` seconds, holding no worker slot meanwhile
+    (the watchdog's deadline moves past the wait); nothing is committed."""
+    job_id, iteration = base["job_id"], base["iteration"]
+    wait = min(wait, rt.settings.max_countdown_s)
+    rt.store.postpone(job_id, time.time() + wait + rt.settings.queue_grace_s)
+    rt.store.release_lease(job_id, token)
+    enqueue(job_id, iteration, wait, rt.queue_for(state))
+    return {**base, "deferred_s": round(wait, 3), "reason": reason}
 
 
 def run_iteration(rt: Runtime, job_id: str, iteration: int, enqueue: Enqueue) -> dict[str, Any]:
@@ -118,17 +186,35 @@ def run_iteration(rt: Runtime, job_id: str, iteration: int, enqueue: Enqueue) ->
         return {**base, "skipped": "this iteration is running elsewhere"}
     try:
         state = JobState.model_validate_json(record.state)
+        profile = rt.profile_for(state)
+        tag_iteration(job_id, iteration, profile.name if profile is not None else None)
         wait = rt.rate_wait(state)
-        if wait > 0:
-            # Over the provider's shared rate limit: come back later without holding a
-            # worker slot (the watchdog's deadline moves past the wait).
-            wait = min(wait, settings.max_countdown_s)
-            store.postpone(job_id, time.time() + wait + settings.queue_grace_s)
-            store.release_lease(job_id, token)
-            enqueue(job_id, iteration, wait, rt.queue_for(state))
-            return {**base, "deferred_s": round(wait, 3), "reason": "provider rate limit"}
-        with LeaseKeeper(rt, job_id, token):
-            step = decide(rt, job_id, state)
+        if wait > 0:  # over the provider's shared rate limit
+            return _defer(
+                rt, state, base, token, wait=wait, reason="provider rate limit", enqueue=enqueue
+            )
+        deferrals = f"deferrals:{iteration}"
+        used = int(store.redis.hget(store.keys.job(job_id), deferrals) or 0)
+        try:
+            with LeaseKeeper(rt, job_id, token):
+                step = decide(rt, job_id, state, _sleeper(used))
+        except Deferred as deferred:
+            store.redis.hincrby(store.keys.job(job_id), deferrals, 1)
+            return _defer(
+                rt,
+                state,
+                base,
+                token,
+                wait=deferred.delay,
+                reason="provider retry",
+                enqueue=enqueue,
+            )
+        except UnknownProfile as exc:  # a configuration error: no retry can fix it
+            store.fail(job_id, str(exc))
+            raise JobFailed(f"job {job_id} failed at iteration {iteration}: {exc}") from exc
+        except Exception as exc:
+            _count_crash(rt, job_id, iteration, exc)
+            raise
         d = step.decision
         countdown = 0.0
         if isinstance(d, Retry) and d.backoff:

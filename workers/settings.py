@@ -29,6 +29,15 @@ class Settings(BaseSettings):
     #: Longest countdown for a retry (always well below the visibility timeout).
     max_countdown_s: float = Field(default=300.0, gt=0)
     watchdog_interval_s: float = Field(default=2.0, gt=0)
+    #: Sentry (see ``workers.observability``): off unless a DSN is set.
+    sentry_dsn: str | None = Field(
+        None, validation_alias=AliasChoices("SENTRY_DSN", "CONTINUUM_SENTRY_DSN")
+    )
+    sentry_environment: str | None = Field(
+        None, validation_alias=AliasChoices("SENTRY_ENVIRONMENT", "CONTINUUM_SENTRY_ENVIRONMENT")
+    )
+    #: Share of tasks traced (transactions); 0: errors only.
+    sentry_traces_sample_rate: float = Field(default=0.0, ge=0, le=1)
 
 
 @lru_cache(maxsize=1)

@@ -102,7 +102,9 @@ def submit_batch_task(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
     }
 
 
-@app.task(name="continuum.iterate", bind=True)
+# Flower shows a task's result as its repr, cut at ``resultrepr_maxsize`` (1 KiB by
+# default): long enough here for the fallbacks and reasons after the progress fields.
+@app.task(name="continuum.iterate", bind=True, resultrepr_maxsize=8192)
 def iterate(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
     """Run one iteration of a job; its result (shown by Flower) carries the progress.
 

@@ -8,13 +8,15 @@ import threading
 import time
 from collections import deque
 
+import httpx
+import pytest
 from redis import Redis
 
 from core import JobSpec, start
 from sim.app import make_transport
 from sim.model import SimModel, SimOptions
 from workers.calls import ProviderPool
-from workers.iteration import run_iteration
+from workers.iteration import MAX_CRASHES, MAX_DEFERRALS, JobFailed, run_iteration
 from workers.providers.profiles import Profile
 from workers.ratelimit import TokenBucket
 from workers.runtime import Runtime
@@ -157,3 +159,62 @@ def test_over_the_rate_limit_an_iteration_is_deferred_not_run(
     time.sleep(countdown)
     again = run_iteration(rt, "r2", 0, lambda j, i, c, q: sent.append((j, i, c, q)))
     assert again["commit"] == "committed"
+
+
+def test_a_job_naming_an_unknown_profile_fails_with_the_reason(
+    redis_client: Redis, redis_prefix: str
+) -> None:
+    rt = make_runtime(redis_client, redis_prefix, SimModel(SimOptions(seed=1)))
+    spec = JobSpec(prompt=PROMPT, format="text", providers=["nope"], max_output_tokens=100)
+    rt.store.create(
+        "u", spec.model_dump_json(), start(spec).model_dump_json(), deadline=time.time() + 60
+    )
+    with pytest.raises(JobFailed, match="unknown provider profile"):
+        run_iteration(rt, "u", 0, lambda *a: None)
+    record = rt.store.load("u")
+    assert record is not None and record.status is JobStatus.FAILED
+    assert record.error is not None and "nope" in record.error and "known: sim" in record.error
+
+
+def test_an_iteration_that_keeps_raising_fails_its_job(
+    redis_client: Redis, redis_prefix: str
+) -> None:
+    """A bug below the engine raises every time: the task fails each time (the watchdog
+    would send it again), and after MAX_CRASHES the job fails instead of looping."""
+
+    def broken(request: httpx.Request) -> httpx.Response:
+        raise RuntimeError("a bug in a transport")
+
+    profile = Profile(name="sim", kind="openai", base_url="http://sim/v1")
+    pool = ProviderPool({"sim": profile}, env={}, transports={"sim": httpx.MockTransport(broken)})
+    rt = make_runtime(redis_client, redis_prefix, SimModel(SimOptions(seed=1)))
+    rt.pool = pool
+    submit(rt, "bug", "sim:format=text", fmt="text")
+    for attempt in range(1, MAX_CRASHES + 1):
+        with pytest.raises(RuntimeError, match="a bug in a transport"):
+            run_iteration(rt, "bug", 0, lambda *a: None)
+        record = rt.store.load("bug")
+        assert record is not None
+        assert record.status is (JobStatus.FAILED if attempt == MAX_CRASHES else JobStatus.QUEUED)
+    assert record.error is not None and "raised 5 times" in record.error
+
+
+def test_a_long_provider_retry_is_deferred_not_slept(
+    redis_client: Redis, redis_prefix: str
+) -> None:
+    """429 with Retry-After: 30 s: the iteration is sent again with a 30 s countdown at
+    once (no slot held), up to MAX_DEFERRALS times; then the provider counts as failed for
+    that call and the engine's own policy takes over."""
+    rt = make_runtime(redis_client, redis_prefix, SimModel(SimOptions(seed=1)))
+    submit(rt, "slow", "sim:format=text,size=3000,rate_limit=1,retry_after=30", fmt="text")
+    sent: list[tuple[str, int, float, str]] = []
+    for _ in range(MAX_DEFERRALS):
+        started = time.monotonic()
+        result = run_iteration(rt, "slow", 0, lambda *a: sent.append(a))
+        assert time.monotonic() - started < 1.0
+        assert result["reason"] == "provider retry" and result["deferred_s"] == 30.0
+    assert [s[:3] for s in sent] == [("slow", 0, 30.0)] * MAX_DEFERRALS
+    assert rt.store.commits("slow") == {}
+    last = run_iteration(rt, "slow", 0, lambda *a: sent.append(a))
+    assert last["commit"] == "committed" and last["decision"] == "retry"
+    assert "deferred retries" in str(rt.store.load("slow").summary)  # type: ignore[union-attr]

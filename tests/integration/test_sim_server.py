@@ -93,7 +93,8 @@ def test_latency_does_not_block_other_calls(serve: Serve) -> None:
     for t in threads:
         t.join()
     assert statuses == [200] * 8
-    assert time.monotonic() - began < 1.5  # concurrent, not 8 x 0.4 s
+    # Served one after another, 8 calls take at least 3.2 s; concurrent ones about 0.4 s.
+    assert time.monotonic() - began < 0.75 * 8 * 0.4
 
 
 def run_job(client: httpx.Client, fmt: str, model: str, max_tokens: int = 300) -> tuple[str, str]:
