@@ -7,6 +7,7 @@ rather than a setting silently ignored.
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from typing import Any, Final, Literal
 
@@ -148,6 +149,18 @@ class JobSpec(_Strict):
     continuation: ContinuationConfig = Field(default_factory=ContinuationConfig)
     validation: ValidationOptions = Field(default_factory=ValidationOptions)
     metadata: dict[str, JsonValue] = Field(default_factory=dict)
+    callback_url: str | None = Field(
+        default=None,
+        max_length=2048,
+        description="When the job ends, its result is POSTed here as JSON (retried).",
+    )
+
+    @field_validator("callback_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"https?://[^\s/?#]+[^\s]*", value):
+            raise ValueError("callback_url must be an http:// or https:// URL")
+        return value
 
     @field_validator("providers", mode="before")
     @classmethod

@@ -18,6 +18,7 @@ from typing import Any
 
 from core import Continue, Decision, Fallback, Finish, JobState, Retry, advance, review
 from core.state import OutputRef
+from workers.callbacks import callback_url, claim
 from workers.calls import UnknownProfile, call_model
 from workers.observability import tag_iteration
 from workers.providers.base import TransientError
@@ -27,6 +28,8 @@ from workers.store import TERMINAL, CommitResult, JobStatus
 
 #: ``enqueue(job_id, iteration, countdown_s, queue)`` sends ``continuum.iterate``.
 Enqueue = Callable[[str, int, float, str], None]
+#: ``notify(job_id)`` sends ``continuum.callback`` for a job that has ended.
+Notify = Callable[[str], None]
 
 
 #: Times an iteration may raise (a bug, Redis down mid-iteration) before its job fails.
@@ -170,14 +173,32 @@ def _defer(
     return {**base, "deferred_s": round(wait, 3), "reason": reason}
 
 
-def run_iteration(rt: Runtime, job_id: str, iteration: int, enqueue: Enqueue) -> dict[str, Any]:
-    """Run iteration ``iteration`` of the job, unless it is stale, finished or in flight."""
+def _ended(rt: Runtime, job_id: str, notify: Notify | None) -> None:
+    """The job has ended: have its callback sent, once, if it asked for one."""
+    record = rt.store.load(job_id)
+    if notify is None or record is None or callback_url(record) is None:
+        return
+    if claim(rt.store, job_id):
+        notify(job_id)
+
+
+def run_iteration(
+    rt: Runtime,
+    job_id: str,
+    iteration: int,
+    enqueue: Enqueue,
+    notify: Notify | None = None,
+) -> dict[str, Any]:
+    """Run iteration ``iteration`` of the job, unless it is stale, finished or in flight.
+    ``notify(job_id)`` sends the job's callback when the job ends."""
     store, settings = rt.store, rt.settings
     record = store.load(job_id)
     base = {"job_id": job_id, "iteration": iteration}
     if record is None:
         return {**base, "skipped": "no such job"}
     if record.status in TERMINAL:
+        if record.status is JobStatus.CANCELLED:  # cancelled while this message waited
+            _ended(rt, job_id, notify)
         return {**base, "skipped": f"the job is {record.status.value}"}
     if record.iteration != iteration:
         return {**base, "skipped": f"stale: the job is at iteration {record.iteration}"}
@@ -250,6 +271,8 @@ def run_iteration(rt: Runtime, job_id: str, iteration: int, enqueue: Enqueue) ->
         store.release_lease(job_id, token)
     if code is CommitResult.COMMITTED and more:
         enqueue(job_id, iteration + 1, countdown, rt.queue_for(step.state))
+    elif code in {CommitResult.COMMITTED, CommitResult.CANCELLED}:
+        _ended(rt, job_id, notify)
     if code is CommitResult.COMMITTED and status is JobStatus.FAILED:
         raise JobFailed(f"job {job_id} failed at iteration {iteration}: {summary['reason']}")
     return {**base, "commit": code.value, "status": status.value, **summary}

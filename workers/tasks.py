@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from core import JobSpec
+from workers import callbacks
 from workers.app import app
 from workers.iteration import JobFailed, run_iteration
 from workers.runtime import runtime
@@ -118,7 +119,40 @@ def iterate(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
         if job_id is not None and rt.store.load(job_id) is not None:
             rt.store.fail(job_id, f"invalid iteration message: {parsed}")
         raise InvalidMessage(f"invalid iteration message: {parsed}")
-    return run_iteration(rt, parsed.job_id, parsed.iteration, enqueue_iteration)
+    return run_iteration(rt, parsed.job_id, parsed.iteration, enqueue_iteration, enqueue_callback)
+
+
+class CallbackArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    job_id: str = Field(pattern=ID_PATTERN)
+
+
+def enqueue_callback(job_id: str) -> None:
+    callback.apply_async(kwargs={"job_id": job_id}, queue=runtime().settings.queue)
+
+
+@app.task(name="continuum.callback", bind=True, max_retries=callbacks.MAX_RETRIES)
+def callback(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+    """POST an ended job's result to its ``callback_url``; retried with a countdown."""
+    rt = runtime()
+    parsed = _parse(CallbackArgs, args, kwargs)
+    if isinstance(parsed, str):
+        raise InvalidMessage(f"invalid callback message: {parsed}")
+    record = rt.store.load(parsed.job_id)
+    url = None if record is None else callbacks.callback_url(record)
+    if record is None or url is None:
+        return {"job_id": parsed.job_id, "skipped": "no such job, or no callback_url"}
+    try:
+        callbacks.deliver(url, callbacks.payload(rt.store, record))
+    except callbacks.CallbackError as exc:
+        tries = self.request.retries
+        if tries >= callbacks.MAX_RETRIES:
+            callbacks.mark(rt.store, parsed.job_id, f"failed: {exc}")
+            raise
+        callbacks.mark(rt.store, parsed.job_id, f"retrying: {exc}")
+        raise self.retry(exc=exc, countdown=min(2.0**tries, rt.settings.max_countdown_s)) from exc
+    callbacks.mark(rt.store, parsed.job_id, "delivered")
+    return {"job_id": parsed.job_id, "delivered": url}
 
 
 def _named_job(kwargs: dict[str, Any]) -> str | None:
@@ -137,4 +171,12 @@ def _named_job(kwargs: dict[str, Any]) -> str | None:
         return None
 
 
-__all__ = ["InvalidMessage", "JobFailed", "enqueue_iteration", "generate", "iterate"]
+__all__ = [
+    "InvalidMessage",
+    "JobFailed",
+    "callback",
+    "enqueue_callback",
+    "enqueue_iteration",
+    "generate",
+    "iterate",
+]

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fastapi import FastAPI, Request, Response
 from procs import CONTINUUM, ROOT, Cluster
 from redis import Redis
 
@@ -228,6 +229,39 @@ def test_a_profile_queue_routes_iterations_and_its_rate_limit_is_shared(
     assert "Task continuum.generate[" in c.log(general)
     logs = "".join(c.log(w) for w in dedicated)
     assert "'commit': 'committed'" in logs and "'deferred_s'" in logs
+
+
+# -- callbacks ----------------------------------------------------------------------------
+
+
+def test_the_result_is_posted_to_the_callback_url_with_retries(
+    cluster: Callable[..., Cluster], sim_url: str, serve: Callable[[Any], str]
+) -> None:
+    """The receiver answers 500 twice; the third POST is taken (retried with a countdown). It holds
+    the status view and the exact result; the job records the delivery."""
+    received: list[dict[str, Any]] = []
+    receiver = FastAPI()
+
+    @receiver.post("/hook")
+    async def hook(request: Request) -> Response:
+        received.append(await request.json())
+        return Response(status_code=500 if len(received) < 3 else 204)
+
+    url = serve(receiver)
+    c = cluster(sim_url)
+    c.worker()
+    job = spec("cb", "csv", callback_url=f"{url}/hook")
+    send(c, [job])
+    c.wait_ended(["cb"], timeout=60)
+    deadline = time.monotonic() + 30
+    while (c.store().redis.hget(f"{c.prefix}job:cb", "callback") or b"") != b"delivered":
+        assert time.monotonic() < deadline, (received, c.logs())
+        time.sleep(0.1)
+    assert len(received) == 3
+    last = received[-1]
+    assert last["job"]["job_id"] == "cb" and last["job"]["status"] == "succeeded"
+    assert last["job"]["metadata"]["continuation_count"] >= 1
+    assert last["result"] == reference([job])["cb"]
 
 
 # -- batches -----------------------------------------------------------------------------
