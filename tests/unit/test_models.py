@@ -35,6 +35,9 @@ def errors_of(**fields: Any) -> str:
         ({"format": "yaml"}, "format"),
         ({"continuation": {"format": "xml"}}, "continuation.format"),
         ({"version": 2}, "version"),
+        ({"callback_url": "ftp://example.com/x"}, "callback_url must be an http"),
+        ({"callback_url": "http:// spaces"}, "callback_url must be an http"),
+        ({"callback_url": "/relative"}, "callback_url must be an http"),
     ],
 )
 def test_invalid_values_are_refused_naming_the_field(fields: dict[str, Any], expected: str) -> None:
