@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from cli import flower_cmd, jobs_cmd, run_cmd, sim_cmd, stitch_cmd, worker_cmd
+from cli import api_cmd, flower_cmd, jobs_cmd, run_cmd, sim_cmd, stitch_cmd, worker_cmd
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,6 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     worker_cmd.register(commands)
     jobs_cmd.register(commands)
     flower_cmd.register(commands)
+    api_cmd.register(commands)
     return parser
 
 

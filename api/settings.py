@@ -1,0 +1,40 @@
+"""The status API's settings: the workers' settings (Redis, key prefixes, queue) plus the
+API's own, read from the environment at the edge (``create_app``), never at import."""
+
+from __future__ import annotations
+
+from pydantic import Field, SecretStr, field_validator
+
+from workers.settings import Settings
+
+MIB = 1024 * 1024
+
+
+class ApiSettings(Settings):
+    """``CONTINUUM_API_*``, on top of everything a worker reads (``workers.settings``)."""
+
+    #: Bearer token every ``/v1/...`` request must present; unset or empty: no auth.
+    api_token: SecretStr | None = None
+    #: Largest request body accepted (checked on Content-Length and on the bytes read).
+    api_max_body_bytes: int = Field(default=MIB, gt=0)
+    #: How long ``/healthz`` reuses its look at the workers (a Celery ping).
+    api_health_cache_s: float = Field(default=5.0, ge=0)
+    #: How long the Celery ping waits for the workers' replies.
+    api_ping_timeout_s: float = Field(default=0.5, gt=0)
+
+    @field_validator("api_token")
+    @classmethod
+    def _empty_is_unset(cls, value: SecretStr | None) -> SecretStr | None:
+        return value if value is not None and value.get_secret_value() else None
+
+
+def api_settings(settings: Settings | None = None) -> ApiSettings:
+    """``settings`` as :class:`ApiSettings`; the API's own fields of a plain ``Settings``
+    come from the environment (their defaults when unset)."""
+    if isinstance(settings, ApiSettings):
+        return settings
+    if settings is None:
+        return ApiSettings()  # type: ignore[call-arg]  # every field has a default
+    values = settings.model_dump()
+    own = ApiSettings()  # type: ignore[call-arg]
+    return own.model_copy(update=values)
