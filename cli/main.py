@@ -10,7 +10,18 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from cli import api_cmd, flower_cmd, jobs_cmd, run_cmd, sim_cmd, stitch_cmd, worker_cmd
+from cli import (
+    api_cmd,
+    demo_cmd,
+    flower_cmd,
+    jobs_cmd,
+    run_cmd,
+    sim_cmd,
+    stitch_cmd,
+    submit_cmd,
+    up_cmd,
+    worker_cmd,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -23,9 +34,12 @@ def build_parser() -> argparse.ArgumentParser:
     stitch_cmd.register(commands)
     sim_cmd.register(commands)
     worker_cmd.register(commands)
+    submit_cmd.register(commands)
     jobs_cmd.register(commands)
     flower_cmd.register(commands)
     api_cmd.register(commands)
+    up_cmd.register(commands)
+    demo_cmd.register(commands)
     return parser
 
 

@@ -29,6 +29,16 @@ def register(commands: Any) -> None:
         "the continuation metadata as JSON to stderr (or --metadata FILE). Exit 0 complete, "
         "3 partial result, 1 failure, 2 usage error.",
     )
+    add_spec_options(p)
+    p.add_argument("--metadata", type=Path, metavar="FILE", help="write the metadata here")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
+    p.set_defaults(run=run)
+
+
+def add_spec_options(
+    p: argparse.ArgumentParser, *, output_help: str = "write the result here"
+) -> None:
+    """The options :func:`build_spec` reads (shared by ``run`` and ``submit``), and ``-o``."""
     p.add_argument(
         "--provider",
         action="append",
@@ -45,11 +55,8 @@ def register(commands: Any) -> None:
     prompt = p.add_mutually_exclusive_group(required=True)
     prompt.add_argument("--prompt", metavar="TEXT")
     prompt.add_argument("--prompt-file", type=Path, metavar="FILE")
-    p.add_argument("-o", "--output", type=Path, metavar="OUT", help="write the result here")
+    p.add_argument("-o", "--output", type=Path, metavar="OUT", help=output_help)
     p.add_argument("--json-schema", type=Path, metavar="FILE", help="validate the JSON result")
-    p.add_argument("--metadata", type=Path, metavar="FILE", help="write the metadata here")
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
-    p.set_defaults(run=run)
 
 
 def _usage(message: str) -> int:

@@ -1,0 +1,201 @@
+"""The whole stack on one machine: Redis (embedded unless ``REDIS_URL``), workers, the
+watchdog, the status API and Flower, each a child process with its log in ``var/log``.
+
+Used by ``continuum up`` and ``continuum demo``. Children run in their own process group
+(a Ctrl-C reaches this process only), so the stack stops them in order: workers and the
+rest with SIGTERM (SIGKILL after a grace period), then the embedded Redis last.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from workers.embedded import EmbeddedRedis, resolve_redis_url
+
+CONTINUUM = [sys.executable, "-m", "cli.main"]
+READY_TIMEOUT_S = 60.0
+STOP_GRACE_S = 10.0
+
+Say = Callable[[str], None]
+
+
+class StackError(RuntimeError):
+    """A component did not start; the message names it and quotes its log."""
+
+
+@dataclass
+class Component:
+    name: str
+    proc: subprocess.Popen[bytes]
+    log: Path
+    url: str | None = None
+
+    def tail(self, lines: int = 15) -> str:
+        try:
+            text = self.log.read_text(errors="replace")
+        except OSError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+
+@dataclass
+class Stack:
+    """Start components with ``redis()``, ``worker()``, ``beat()``, ``api()``, ``flower()``;
+    ``stop()`` ends them all (also on exceptions, as a context manager)."""
+
+    root: Path = field(default_factory=Path.cwd)
+    env: dict[str, str] = field(default_factory=lambda: dict(os.environ))
+    say: Say = field(default=lambda line: print(line, flush=True))
+    components: list[Component] = field(default_factory=list)
+    redis_url: str | None = None
+    _server: EmbeddedRedis | None = None
+    _workers: int = 0
+
+    @property
+    def log_dir(self) -> Path:
+        path = self.root / "var" / "log"
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    # -- components --------------------------------------------------------------------
+    def redis(self) -> str:
+        given = bool(self.env.get("REDIS_URL", "").strip())
+        url, server = resolve_redis_url(self.env, data_dir=self.root / "var" / "redis")
+        self._server, self.redis_url = server, url
+        self.env["REDIS_URL"] = url
+        if server is not None:
+            how = f"embedded, AOF in {server.data_dir}"
+        else:
+            how = "REDIS_URL" if given else "embedded, started by another continuum process"
+        self.say(f"  redis    {url}  ({how})")
+        return url
+
+    def _spawn(
+        self, name: str, args: list[str], extra: Mapping[str, str] | None = None
+    ) -> Component:
+        log = self.log_dir / f"{name}.log"
+        with log.open("ab") as fh:
+            proc = subprocess.Popen(
+                [*CONTINUUM, *args],
+                env={**self.env, **(extra or {})},
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        component = Component(name, proc, log)
+        self.components.append(component)
+        return component
+
+    def _wait_for(self, component: Component, ready: Callable[[], bool]) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while not ready():
+            if component.proc.poll() is not None:
+                raise StackError(
+                    f"{component.name} exited with code {component.proc.returncode}; "
+                    f"its log ({component.log}):\n{component.tail()}"
+                )
+            if time.monotonic() > deadline:
+                raise StackError(
+                    f"{component.name} not ready after {READY_TIMEOUT_S:.0f} s; "
+                    f"its log ({component.log}):\n{component.tail()}"
+                )
+            time.sleep(0.1)
+
+    def _log_says(self, component: Component, needle: str, offset: int) -> Callable[[], bool]:
+        def ready() -> bool:
+            try:
+                with component.log.open("rb") as fh:
+                    fh.seek(offset)
+                    return needle.encode() in fh.read()
+            except OSError:
+                return False
+
+        return ready
+
+    def _offset(self, name: str) -> int:
+        log = self.log_dir / f"{name}.log"
+        return log.stat().st_size if log.exists() else 0
+
+    def worker(self, concurrency: int = 16, *, wait: bool = True) -> Component:
+        self._workers += 1
+        name = f"worker-{self._workers}"
+        offset = self._offset(name)
+        c = self._spawn(name, ["worker", f"--concurrency={concurrency}", "--loglevel=INFO"])
+        if wait:
+            self._wait_for(c, self._log_says(c, " ready.", offset))
+            self.say(f"  {name:<8} ready, {concurrency} iterations in flight (pid {c.proc.pid})")
+        return c
+
+    def beat(self) -> Component:
+        offset = self._offset("beat")
+        c = self._spawn("beat", ["beat"])
+        self._wait_for(c, self._log_says(c, "continuum beat: watching", offset))
+        self.say(f"  beat     watchdog running (pid {c.proc.pid})")
+        return c
+
+    def api(self, port: int, host: str = "127.0.0.1") -> Component:
+        c = self._spawn("api", ["api", f"--host={host}", f"--port={port}"])
+        c.url = f"http://{host}:{port}"
+        self._wait_for(c, lambda: _http_ok(f"{c.url}/healthz"))
+        self.say(f"  api      {c.url}/docs")
+        return c
+
+    def flower(self, port: int, host: str = "127.0.0.1") -> Component:
+        c = self._spawn("flower", ["flower", f"--port={port}", f"--address={host}"])
+        c.url = f"http://{host}:{port}/"
+        self._wait_for(c, lambda: _http_ok(c.url or ""))
+        self.say(f"  flower   {c.url}")
+        return c
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def kill(self, component: Component) -> None:
+        """SIGKILL, as a crash would."""
+        if component.proc.poll() is None:
+            component.proc.send_signal(signal.SIGKILL)
+        component.proc.wait()
+        self.components.remove(component)
+
+    def dead(self) -> list[Component]:
+        return [c for c in self.components if c.proc.poll() is not None]
+
+    def stop(self) -> None:
+        # A second Ctrl-C (or the one a wrapper such as `uv run` forwards) must not cut
+        # the shutdown short and leave children or Redis behind.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        for c in self.components:
+            if c.proc.poll() is None:
+                c.proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + STOP_GRACE_S
+        for c in self.components:
+            try:
+                c.proc.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                c.proc.kill()
+                c.proc.wait()
+        self.components.clear()
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
+
+    def __enter__(self) -> Stack:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _http_ok(url: str) -> bool:
+    import httpx  # noqa: PLC0415
+
+    try:
+        return httpx.get(url, timeout=1.0).status_code < 500
+    except httpx.HTTPError:
+        return False
