@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
+
 from core import Continue, Decision, Fallback, Finish, JobState, Retry, advance, review
 from core.state import OutputRef
 from workers.callbacks import callback_url, claim
@@ -206,7 +208,11 @@ def run_iteration(
     if not store.acquire_lease(job_id, token, settings.lease_ttl_s):
         return {**base, "skipped": "this iteration is running elsewhere"}
     try:
-        state = JobState.model_validate_json(record.state)
+        try:
+            state = JobState.model_validate_json(record.state)
+        except ValidationError as exc:  # no retry can read it
+            store.fail(job_id, f"the job's stored state is unreadable: {exc}"[:2000])
+            raise JobFailed(f"job {job_id}: its stored state is unreadable") from exc
         profile = rt.profile_for(state)
         tag_iteration(job_id, iteration, profile.name if profile is not None else None)
         wait = rt.rate_wait(state)

@@ -218,3 +218,16 @@ def test_a_long_provider_retry_is_deferred_not_slept(
     last = run_iteration(rt, "slow", 0, lambda *a: sent.append(a))
     assert last["commit"] == "committed" and last["decision"] == "retry"
     assert "deferred retries" in str(rt.store.load("slow").summary)  # type: ignore[union-attr]
+
+
+def test_an_unreadable_stored_state_fails_the_job_at_once(
+    redis_client: Redis, redis_prefix: str
+) -> None:
+    rt = make_runtime(redis_client, redis_prefix, SimModel(SimOptions(seed=1)))
+    submit(rt, "garbled", "sim:format=text", fmt="text")
+    rt.store.redis.hset(rt.store.keys.job("garbled"), "state", '{"spec": 3}')
+    with pytest.raises(JobFailed, match="unreadable"):
+        run_iteration(rt, "garbled", 0, lambda *a: None)
+    record = rt.store.load("garbled")
+    assert record is not None and record.status is JobStatus.FAILED
+    assert record.error is not None and "stored state is unreadable" in record.error
