@@ -9,7 +9,6 @@ watchdog finds the job overdue and enqueues it again.
 from __future__ import annotations
 
 import random
-import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -81,29 +80,6 @@ class Step:
     decision: Decision
     append: str
     replace: bool
-
-
-class LeaseKeeper:
-    """Renews the iteration's lease while the model call runs."""
-
-    def __init__(self, rt: Runtime, job_id: str, token: str) -> None:
-        self.rt, self.job_id, self.token = rt, job_id, token
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"lease-{job_id}", daemon=True)
-
-    def _run(self) -> None:
-        ttl = self.rt.settings.lease_ttl_s
-        while not self._stop.wait(ttl / 3):
-            if not self.rt.store.renew_lease(self.job_id, self.token, ttl):
-                return
-
-    def __enter__(self) -> LeaseKeeper:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
 
 
 def decide(
@@ -207,6 +183,7 @@ def run_iteration(
     token = uuid.uuid4().hex
     if not store.acquire_lease(job_id, token, settings.lease_ttl_s):
         return {**base, "skipped": "this iteration is running elsewhere"}
+    code: CommitResult | None = None
     try:
         try:
             state = JobState.model_validate_json(record.state)
@@ -220,13 +197,11 @@ def run_iteration(
             return _defer(
                 rt, state, base, token, wait=wait, reason="provider rate limit", enqueue=enqueue
             )
-        deferrals = f"deferrals:{iteration}"
-        used = int(store.redis.hget(store.keys.job(job_id), deferrals) or 0)
         try:
-            with LeaseKeeper(rt, job_id, token):
-                step = decide(rt, job_id, state, _sleeper(used))
+            with rt.leases.hold(job_id, token):
+                step = decide(rt, job_id, state, _sleeper(record.deferrals))
         except Deferred as deferred:
-            store.redis.hincrby(store.keys.job(job_id), deferrals, 1)
+            store.redis.hincrby(store.keys.job(job_id), f"deferrals:{iteration}", 1)
             return _defer(
                 rt,
                 state,
@@ -274,7 +249,8 @@ def run_iteration(
             result=result,
         )
     finally:
-        store.release_lease(job_id, token)
+        if code is not CommitResult.COMMITTED:  # a commit drops its own lease
+            store.release_lease(job_id, token)
     if code is CommitResult.COMMITTED and more:
         enqueue(job_id, iteration + 1, countdown, rt.queue_for(step.state))
     elif code in {CommitResult.COMMITTED, CommitResult.CANCELLED}:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from redis import Redis
 
 from core import JobState
 from workers.calls import ProviderPool
+from workers.leases import LeaseRenewer
 from workers.providers.profiles import Profile
 from workers.providers.registry import default_providers, load_profiles
 from workers.ratelimit import TokenBucket
@@ -24,6 +25,11 @@ class Runtime:
     pool: ProviderPool
 
     bucket: TokenBucket
+
+    @cached_property
+    def leases(self) -> LeaseRenewer:
+        """Renews the leases of this process's iterations in flight (one thread)."""
+        return LeaseRenewer(self.store, self.settings.lease_ttl_s)
 
     def profile_for(self, state: JobState) -> Profile | None:
         """The profile that serves the job's next call (None: not configured)."""

@@ -66,6 +66,8 @@ class JobRecord:
     summary: dict[str, Any]
     result: dict[str, Any] | None
     error: str | None
+    #: Provider retries of the current iteration sent again with a countdown so far.
+    deferrals: int = 0
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,7 @@ class JobStore:
         self.keys = Keys(prefix)
         self._create = redis.register_script((_LUA / "create.lua").read_text())
         self._commit = redis.register_script((_LUA / "commit.lua").read_text())
+        self._acquire = redis.register_script((_LUA / "acquire.lua").read_text())
         self._renew = redis.register_script((_LUA / "renew.lua").read_text())
         self._release = redis.register_script((_LUA / "release.lua").read_text())
         self._cancel = redis.register_script((_LUA / "cancel.lua").read_text())
@@ -136,6 +139,7 @@ class JobStore:
             summary=json.loads(summary) if summary else {},
             result=json.loads(result) if result else None,
             error=_text(f.get("error")),
+            deferrals=int(f.get(f"deferrals:{f['iteration']}", 0)),
         )
 
     def output(self, job_id: str) -> str:
@@ -256,10 +260,12 @@ class JobStore:
     # -- leases and the watchdog -------------------------------------------------------
     def acquire_lease(self, job_id: str, token: str, ttl_s: float) -> bool:
         """Take the job's lease if nobody holds it (an iteration in flight holds it)."""
-        ok = self.redis.set(self.keys.lease(job_id), token, nx=True, px=int(ttl_s * 1000))
-        if ok:
-            self.redis.zadd(self.keys.active, {job_id: time.time() + ttl_s}, xx=True)
-        return bool(ok)
+        k = self.keys
+        code = self._acquire(
+            keys=[k.lease(job_id), k.active],
+            args=[token, int(ttl_s * 1000), job_id, time.time() + ttl_s],
+        )
+        return bool(code)
 
     def renew_lease(self, job_id: str, token: str, ttl_s: float) -> bool:
         k = self.keys

@@ -184,7 +184,7 @@ def test_poison_messages_fail_clearly_and_the_worker_goes_on(
     redis_client.lpush(f"{c.prefix}q", b"\x00not json at all")
     good = spec("after-poison", "text")
     producer.send_task("continuum.generate", kwargs={"spec": good}, queue="q")
-    worker = c.worker()
+    worker = c.worker(concurrency=1)  # in order: the bad iterate must not beat generate
     records = c.wait_ended(["bad-1", "after-poison"], timeout=60)
     failed = records["bad-1"]
     assert failed.status.value == "failed"

@@ -231,3 +231,24 @@ def test_an_unreadable_stored_state_fails_the_job_at_once(
     record = rt.store.load("garbled")
     assert record is not None and record.status is JobStatus.FAILED
     assert record.error is not None and "stored state is unreadable" in record.error
+
+
+def test_a_model_call_longer_than_the_lease_keeps_it(
+    redis_client: Redis, redis_prefix: str
+) -> None:
+    """Lease TTL 0.6 s, a call of 1.5 s: the lease is renewed while the call runs, so a
+    second delivery a second later still finds it held and skips; one commit."""
+    rt = make_runtime(redis_client, redis_prefix, SimModel(SimOptions(seed=3, latency=1.5)))
+    rt.settings.lease_ttl_s = 0.6
+    submit(rt, "long", "sim:format=text,size=3000", fmt="text")
+    results: list[dict[str, object]] = []
+    first = threading.Thread(
+        target=lambda: results.append(run_iteration(rt, "long", 0, lambda *a: None))
+    )
+    first.start()
+    time.sleep(1.0)
+    second = run_iteration(rt, "long", 0, lambda *a: None)
+    first.join()
+    assert second["skipped"] == "this iteration is running elsewhere"
+    assert results[0]["commit"] == "committed" and rt.store.commits("long") == {0: 1}
+    assert rt.leases.held() == []
