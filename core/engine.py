@@ -32,7 +32,7 @@ def start(spec: JobSpec) -> JobState:
 
 def advance(state: JobState, response: ProviderResponse) -> tuple[JobState, Decision]:
     """Take one model reply into the job; return the new state and what to do next."""
-    s = state.model_copy(deep=True)
+    s = state.clone()
     s.iteration += 1
     _account(s, response)
     if s.phase == "repair":

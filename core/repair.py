@@ -30,7 +30,7 @@ MAX_REPAIR_CHARS = 200_000
 
 def review(state: JobState, text: str) -> tuple[JobState, Decision]:
     """Validate the complete output ``text``; finish, or ask for a repair."""
-    s = state.model_copy(deep=True)
+    s = state.clone()
     opts = s.spec.validation
     done = Finish(output=OutputRef(prefix=len(text)))
     if opts.max_repair_attempts == 0:

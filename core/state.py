@@ -8,6 +8,7 @@ layer that runs the job applies them (append, call the model again, finish).
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -135,6 +136,24 @@ class JobState(BaseModel):
     response_id: str | None = None
     prefill: bool = True
     metadata: ContinuationMetadata = Field(default_factory=ContinuationMetadata)
+
+    def clone(self) -> JobState:
+        """A copy the engine may change freely: the same as ``model_copy(deep=True)``, at a
+        fraction of its cost. The spec and messages are frozen models and shared; the
+        metadata's lists are copied (their items are never changed in place), the scanner
+        snapshot is copied whole."""
+        meta = self.metadata
+        lists = {
+            name: list(value) for name, value in meta.__dict__.items() if isinstance(value, list)
+        }
+        return self.model_copy(
+            update={
+                "metadata": meta.model_copy(update=lists),
+                "messages": list(self.messages),
+                "scan": copy.deepcopy(self.scan),
+                "fallback": None if self.fallback is None else self.fallback.model_copy(),
+            }
+        )
 
     def appended(self, text: str) -> dict[str, Any]:
         """Field updates for appending ``text`` to the accumulated output."""

@@ -81,7 +81,7 @@ def call_model(
     rng: random.Random | None = None,
 ) -> tuple[JobState, ProviderResponse]:
     """Make the call ``state.messages`` asks for; return the updated state and the reply."""
-    s = state.model_copy(deep=True)
+    s = state.clone()
     names = pool.names_for(s)
     s.provider_index = min(s.provider_index, len(names) - 1)
     while True:

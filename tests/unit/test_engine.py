@@ -896,3 +896,46 @@ def test_whole_csv_job_counts_records() -> None:
     assert run.result == CSV_DOC
     assert run.state.metadata.final_record_count == 150
     assert all(p.startswith("row:") for p in run.state.metadata.truncation_points)
+
+
+def test_advance_never_changes_the_state_it_is_given() -> None:
+    """The engine works on ``state.clone()``: a whole job with chaos (retries, restarts,
+    fallbacks in metadata) leaves every input state exactly as it was, and each clone is
+    equal to the deep copy it replaces."""
+    from sim.model import SimModel, SimOptions  # noqa: PLC0415
+
+    sim = SimModel(SimOptions(seed=9))
+    model = "sim:format=json,size=6000,fence=0.3,prose=0.3,restart=0.2,malformed=0.1"
+    spec = JobSpec(
+        prompt="List the exhibits",
+        format="json",
+        model=model,
+        max_output_tokens=200,
+        continuation={"max_attempts": 80},
+    )
+    state = start(spec)
+    for _ in range(120):
+        before = state.model_dump_json()
+        clone = state.clone()
+        assert clone.model_dump() == state.model_copy(deep=True).model_dump()
+        clone.metadata.warnings.append("changed")
+        clone.metadata.chunk_sizes.append(1)
+        assert state.model_dump_json() == before
+        body = {
+            "model": model,
+            "messages": [m.model_dump() for m in state.messages],
+            "max_tokens": spec.max_output_tokens,
+        }
+        choice = sim.respond(body).body["choices"][0]
+        response = ProviderResponse(
+            text=choice["message"]["content"],
+            finish_reason=choice["finish_reason"],
+            provider="sim",
+        )
+        new, decision = advance(state, response)
+        assert state.model_dump_json() == before
+        if isinstance(decision, (Finish, Fallback)):
+            break
+        state = new
+    else:
+        raise AssertionError("the job did not end")
