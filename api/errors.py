@@ -89,7 +89,8 @@ def _message(error: dict[str, Any]) -> str:
 
 
 def describe_errors(errors: Sequence[Any]) -> str:
-    """One line per problem, each naming its field (as ``workers.submit.describe``)."""
+    """One line per problem, each naming its field (as ``core.models.describe_errors``, with
+    request locations)."""
     return "; ".join(f"{_where(e.get('loc', ()))}: {_message(e)}" for e in errors)
 
 

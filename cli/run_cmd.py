@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from cli.errors import describe
 from core import Decision, Fallback, Finish, JobSpec, JobState, OutputFormat, Retry
+from core.models import describe_errors as describe
 
 EXIT = {"succeeded": 0, "partial": 3, "failed": 1}
 

@@ -16,8 +16,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from cli.connect import NoRedis, redis_url
-from cli.errors import describe
 from cli.run_cmd import add_spec_options, build_spec
+from core.models import describe_errors as describe
 
 EXIT_INTERRUPTED = 130
 

@@ -18,6 +18,7 @@ from pydantic import (
     Field,
     JsonValue,
     StrictInt,
+    ValidationError,
     field_validator,
     model_validator,
 )
@@ -51,6 +52,17 @@ class FinishReason(StrEnum):
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def describe_errors(exc: ValidationError) -> str:
+    """A validation error as one readable line: ``field.path: problem`` per problem,
+    joined by ``; `` (a model-level problem has no path)."""
+    lines = []
+    for error in exc.errors():
+        where = ".".join(str(p) for p in error["loc"])
+        message = error["msg"].removeprefix("Value error, ")
+        lines.append(f"{where}: {message}" if where else message)
+    return "; ".join(lines)
 
 
 def _positive(name: str, value: int) -> int:

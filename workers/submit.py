@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from core import JobSpec, start
+from core.models import describe_errors
 from workers.runtime import Runtime
 
 #: ``enqueue(job_id, iteration, countdown_s, queue)`` sends ``continuum.iterate``.
@@ -33,14 +34,6 @@ class Submitted:
     job_id: str
     created: bool
     error: str | None = None
-
-
-def describe(exc: ValidationError) -> str:
-    """A validation error as one line per problem, each naming the field."""
-    return "; ".join(
-        f"{'.'.join(map(str, e['loc'])) or 'message'}: {e['msg'].removeprefix('Value error, ')}"
-        for e in exc.errors()
-    )
 
 
 def new_id() -> str:
@@ -97,7 +90,7 @@ def submit_batch(
             job_id = f"{batch_id}.{index}"
             if isinstance(named, str) and re.fullmatch(ID_PATTERN, named):
                 job_id = named
-            out.append(record_invalid(rt, job_id, raw, describe(exc), batch=batch_id))
+            out.append(record_invalid(rt, job_id, raw, describe_errors(exc), batch=batch_id))
             continue
         if spec.job_id is None:
             # A stable id per position: resubmitting the same batch creates nothing twice.

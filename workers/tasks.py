@@ -22,11 +22,12 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from core import JobSpec
+from core.models import describe_errors
 from workers import callbacks
 from workers.app import app
 from workers.iteration import JobFailed, run_iteration
 from workers.runtime import runtime
-from workers.submit import ID_PATTERN, describe, record_invalid, submit_batch, submit_job
+from workers.submit import ID_PATTERN, record_invalid, submit_batch, submit_job
 
 log = logging.getLogger("continuum.tasks")
 
@@ -63,7 +64,7 @@ def _parse(model: type[M], args: tuple[Any, ...], kwargs: dict[str, Any]) -> M |
     try:
         return model.model_validate(kwargs)
     except ValidationError as exc:
-        return describe(exc)
+        return describe_errors(exc)
 
 
 def enqueue_iteration(job_id: str, iteration: int, countdown: float = 0.0, queue: str = "") -> None:
