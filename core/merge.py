@@ -17,7 +17,9 @@ class Merge:
     """Outcome of merging one fragment.
 
     ``ok`` False is a merge failure (no safe splice exists); ``append`` is then empty and
-    ``error`` says why. Warnings describe what was dropped or guessed.
+    ``error`` says why. Warnings describe what was dropped or repaired; ``doubts`` (also
+    among the warnings) name a seam that had more than one plausible reading: the merge
+    took one, and the result may not be what the model meant.
     """
 
     ok: bool
@@ -25,6 +27,7 @@ class Merge:
     splice: Splice | None = None
     warnings: tuple[str, ...] = field(default_factory=tuple)
     error: str | None = None
+    doubts: tuple[str, ...] = field(default_factory=tuple)
 
     @classmethod
     def failed(cls, error: str, *warnings: str) -> Merge:

@@ -16,7 +16,9 @@ class StitchResult:
 
     ``text`` is the merged text (for JSON still open, the cut text); ``complete`` the
     closed, valid JSON (None for other formats, or when nothing valid was read); ``ok``
-    whether every fragment merged; ``failed`` the 0-based indexes of those that did not.
+    whether every fragment merged; ``failed`` the 0-based indexes of those that did not;
+    ``doubts`` the warnings that name a seam read one way of several plausible ones.
+    A result with ``ok`` and no ``doubts`` is the document the fragments mean.
     """
 
     text: str
@@ -26,6 +28,7 @@ class StitchResult:
     warnings: list[str] = field(default_factory=list)
     failed: list[int] = field(default_factory=list)
     records: int = 0
+    doubts: list[str] = field(default_factory=list)
 
 
 def stitch(fragments: list[str], fmt: str) -> StitchResult:
@@ -42,6 +45,7 @@ def stitch(fragments: list[str], fmt: str) -> StitchResult:
         raise ValueError(f"unknown format {fmt!r}: use one of {names}") from None
     warnings: list[str] = []
     failed: list[int] = []
+    doubts: list[str] = []
     acc = ""
     scan: ScanState | None = None
     for index, raw in enumerate(fragments):
@@ -55,6 +59,7 @@ def stitch(fragments: list[str], fmt: str) -> StitchResult:
         else:
             new, merge = stitcher.merge(scan, acc[-TAIL_CHARS:], fragment, acc[:HEAD_CHARS])
         warnings += [f"fragment {index + 1}: {w}" for w in merge.warnings]
+        doubts += [f"fragment {index + 1}: {w}" for w in merge.doubts]
         if not merge.ok:
             failed.append(index)
             warnings.append(f"fragment {index + 1} could not be merged: {merge.error}")
@@ -82,4 +87,5 @@ def stitch(fragments: list[str], fmt: str) -> StitchResult:
         warnings=warnings,
         failed=failed,
         records=records,
+        doubts=doubts,
     )
