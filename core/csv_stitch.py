@@ -19,19 +19,19 @@ from pydantic import BaseModel, ConfigDict
 
 from core.extraction import clean_text
 from core.merge import Merge
-from core.overlap import MIN_OVERLAP, preamble_starts
+from core.overlap import MIN_OVERLAP
 from core.seam import (
+    AMBIGUOUS,
     EMPTY,
-    FENCE_OPENER,
     RESTART_MIN,
     Accept,
     Seam,
     finish,
     grow_head,
     read_seam,
-    split_closing_fence,
     start_reading,
 )
+from core.text_stitch import close_wrapper
 
 #: Rows and characters of a reading checked against the header: enough to tell a glued or
 #: misaligned seam from a good one, few enough that one ragged row later does not matter.
@@ -65,6 +65,7 @@ class CsvScan(BaseModel):
     delims: int = 0  # delimiters seen in the unfinished row
     row_end: int = 0  # offset just after the last complete row's line break
     ragged: int = 0  # data rows whose field count differs from the header's
+    wrapper: str = ""  # the fence a wrapper opened and did not close yet
 
 
 Rows = list[tuple[int, int]]  # (offset after the row's line break, field count; 0 = blank)
@@ -165,7 +166,7 @@ def _readings(scan: CsvScan) -> tuple[Accept, Accept]:
         if not fits(scan, text):
             return None
         if breaks(text):
-            return text, "ambiguous cut: continued the cut field rather than starting a row"
+            return text, f"{AMBIGUOUS}cut: continued the cut field rather than starting a row"
         return text, ""
 
     def repair(text: str) -> tuple[str, str] | None:
@@ -189,28 +190,19 @@ def _seam(scan: CsvScan) -> Seam:
     restart = len(scan.header) + 1 + MIN_OVERLAP if scan.fields else RESTART_MIN
     accept, repair = _readings(scan)
     return Seam(
-        accept=accept, repair=repair, wrapper=csv_wrapper, drop_repeat=drop, restart_min=restart
+        accept=accept, repair=repair, drop_repeat=drop, restart_min=restart, wrapper=scan.wrapper
     )
 
 
-def csv_wrapper(fragment: str) -> re.Match[str] | None:
-    """A fence opener in the first lines: it and any prose before it are not data."""
-    for start in (0, *preamble_starts(fragment)):
-        if match := FENCE_OPENER.match(fragment, start):
-            return match
-    return None
-
-
 def start_csv(fragment: str) -> tuple[CsvScan, Merge]:
-    """Clean the first fragment; a code fence wrapping it (and prose before it) is dropped."""
+    """Clean the first fragment; a wrapper (chat prose, a code fence) is dropped."""
     text, warnings = clean_text(fragment)
-    reading = start_reading(text, csv_wrapper(text))
-    append = reading.append
-    if reading.fence:
-        append = split_closing_fence(append, reading.fence, line_start=True)[0]
-    if not append:
+    reading = start_reading(text)
+    append, wrapper, notes = close_wrapper(reading, line_start=True)
+    if not append.strip():
         return CsvScan(), Merge.failed(EMPTY, *warnings, *reading.warnings)
-    return _checked(CsvScan(), append, finish(reading, append, warnings))
+    scan = CsvScan(wrapper=wrapper)
+    return _checked(scan, append, finish(reading, append, [*warnings, *notes]), wrapper)
 
 
 def merge_csv(scan: CsvScan, tail: str, fragment: str) -> tuple[CsvScan, Merge]:
@@ -220,14 +212,15 @@ def merge_csv(scan: CsvScan, tail: str, fragment: str) -> tuple[CsvScan, Merge]:
     reading, warnings, error = read_seam(tail, scan.length, scan.head, fragment, _seam(scan))
     if reading is None:
         return scan, Merge.failed(error, *warnings)
-    return _checked(scan, reading.append, finish(reading, reading.append, warnings))
+    wrapper = "" if reading.closed else reading.fence or scan.wrapper
+    return _checked(scan, reading.append, finish(reading, reading.append, warnings), wrapper)
 
 
-def _checked(scan: CsvScan, append: str, merge: Merge) -> tuple[CsvScan, Merge]:
-    new = _advance(scan, append)
+def _checked(scan: CsvScan, append: str, merge: Merge, wrapper: str) -> tuple[CsvScan, Merge]:
+    new = _advance(scan, append).model_copy(update={"wrapper": wrapper})
     if new.ragged > scan.ragged:
         note = f"{new.ragged - scan.ragged} row(s) do not have the header's {new.fields} fields"
-        merge = Merge(True, merge.append, merge.splice, (*merge.warnings, note))
+        merge = Merge(True, merge.append, merge.splice, (*merge.warnings, note), None, merge.doubts)
     return new, merge
 
 

@@ -18,6 +18,7 @@ from core.json_scan import JsonScanner
 from core.json_stitch import merge_json, start_json
 from core.merge import Merge
 from core.models import OutputFormat
+from core.seam import start_reading
 
 ScanState = dict[str, Any]
 
@@ -118,11 +119,13 @@ _TAGS = {
 def detect_format(fragment: str) -> OutputFormat:
     """Guess the format of a first fragment (``auto``); the guess is then fixed.
 
-    A fence tag decides; then JSON when the payload opens an object or array that scans;
+    A wrapper (chat prose such as "Here is the JSON you asked for:") is skipped; a fence
+    tag decides; then JSON when the payload opens an object or array that scans;
     CSV when the first lines split into the same number (>1) of comma-separated fields;
     Markdown when a line starts like a heading, list, quote, table or fence; else text.
     """
     text, _ = clean_text(fragment)
+    text = text[start_reading(text).splice.prose :] if _FENCE_TAG.match(text) is None else text
     tag = _FENCE_TAG.match(text)
     if tag is not None and tag.group(1).lower() in _TAGS:
         return _TAGS[tag.group(1).lower()]

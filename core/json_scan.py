@@ -8,6 +8,10 @@ nested values are validated and skipped by the C scanner of the standard library
 runs of scalar members by one regular expression, so the Python loop only runs for the
 containers that stay open.
 
+Nesting of any depth is read without recursion: the scanner's own frames are a list, and
+a nested value too deep for the C scanner (whose recursion is bounded by the interpreter's
+recursion limit) is read member by member like an open one (see :meth:`JsonScanner._swallow`).
+
 From that state, :meth:`JsonScanner.close` says how to turn the text read so far into
 valid JSON without re-reading it: keep ``text[:n]`` and append a short suffix (close an
 open string, drop a dangling key, a partial literal or number and a trailing comma, then
@@ -35,12 +39,27 @@ _SCALAR = rf"(?:{_STRING}|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|t
 _ARRAY_RUN = re.compile(rf"(?:[ \t\n\r]*{_SCALAR}()[ \t\n\r]*,)*")
 _OBJECT_RUN = re.compile(rf"(?:[ \t\n\r]*{_STRING}[ \t\n\r]*:[ \t\n\r]*{_SCALAR}()[ \t\n\r]*,)*")
 _STRINGS = re.compile(_STRING)
+#: A run is matched in windows of at most this many characters: one match over a very long
+#: run costs more than linear time in the regex engine (it keeps state per repetition of a
+#: capturing group), so "[0,0,0,..." a megabyte long took seconds in one call.
+_RUN_WINDOW = 4096
 _LITERALS = ("true", "false", "null")
 _CLOSER = {"{": "}", "[": "]"}
 #: Longest partial key or token carried over a cut and re-read with the next chunk.
 _MAX_CARRY = 4096
 #: Longest nested value the C scanner is asked to validate in one call.
 _SWALLOW_WINDOW = 8192
+#: Most nested values are short: they are tried in a window this long first, so that a
+#: small value does not cost a copy of the whole window.
+_SWALLOW_FIRST = 512
+#: After the C scanner could not swallow a nested value (open at the end of the text,
+#: longer than the window, invalid, or nested too deep for its recursion), values that
+#: start within 1/_SWALLOW_BACKOFF of the text it was given are read member by member
+#: without asking it. A failed call costs at most the text it was given; keeping failed
+#: calls that far apart keeps their total cost linear in the text (an open path of 100 000
+#: containers, or "[" * 1_000_000, would otherwise cost one window, or one RecursionError,
+#: per level).
+_SWALLOW_BACKOFF = 4
 _ANCHOR_SPAN = 2048
 
 
@@ -55,6 +74,25 @@ def _reject_constant(name: str) -> Any:
 
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 _SCAN_ONCE = _DECODER.scan_once  # type: ignore[attr-defined]  # set by JSONDecoder.__init__
+
+
+def _skip_run(pattern: re.Pattern[str], s: str, pos: int, base: int, frame: Frame) -> int:
+    """Skip the run of complete scalar members (each followed by its comma) at ``pos``.
+
+    They are counted into ``frame``; returns the position after the run (``pos`` if there
+    is none). Windows of :data:`_RUN_WINDOW` characters keep each regex call short; a
+    member cut by a window's end is simply matched by the next window.
+    """
+    n = len(s)
+    while True:
+        m = _always(pattern.match(s, pos, min(n, pos + _RUN_WINDOW)))
+        end = m.end()
+        if end == pos:
+            return pos
+        # Commas outside strings in the run = members completed by it.
+        frame.count += _STRINGS.sub("", s[pos:end]).count(",")
+        frame.advance_safe(base + m.end(1))
+        pos = end
 
 
 class Phase(IntEnum):
@@ -114,6 +152,7 @@ class JsonScanner:
     """
 
     __slots__ = (
+        "_swallow_from",
         "_swallowed",
         "carry",
         "carry_kind",
@@ -143,6 +182,7 @@ class JsonScanner:
         self.records_closed = 0  # size of the last array closed at the shallowest depth
         self.records_depth = 1 << 30
         self._swallowed = 0
+        self._swallow_from = 0  # no nested value starting before this offset is swallowed
 
     # -- state -------------------------------------------------------------------------
     def copy(self) -> JsonScanner:
@@ -162,6 +202,8 @@ class JsonScanner:
         other.error = self.error
         other.records_closed = self.records_closed
         other.records_depth = self.records_depth
+        other._swallowed = 0
+        other._swallow_from = self._swallow_from
         return other
 
     def to_dict(self) -> dict[str, Any]:
@@ -284,16 +326,10 @@ class JsonScanner:
                     pos += 1
                     if f.kind == "[":
                         self.phase = Phase.VALUE
-                        m = _always(_ARRAY_RUN.match(s, pos))
+                        pos = _skip_run(_ARRAY_RUN, s, pos, base, f)
                     else:
                         self.phase = Phase.KEY
-                        m = _always(_OBJECT_RUN.match(s, pos))
-                    if m.end() > pos:
-                        # Commas outside strings in the run = members completed by it.
-                        run = _STRINGS.sub("", s[pos : m.end()])
-                        f.count += run.count(",")
-                        f.advance_safe(base + m.end(1))
-                        pos = m.end()
+                        pos = _skip_run(_OBJECT_RUN, s, pos, base, f)
                 elif c == _CLOSER[f.kind]:
                     self._pop()
                     self._value_done(base + pos + 1)
@@ -370,8 +406,8 @@ class JsonScanner:
         if c == '"':
             return self._string_body(s, pos + 1, base, pos)
         if c in "{[":  # c is one character
-            if self.frames:
-                end = self._swallow(s, pos)
+            if self.frames and base + pos >= self._swallow_from:
+                end = self._swallow(s, pos, base)
                 if end > 0:
                     if c == "[" and len(self.frames) <= min(1, self.records_depth):
                         self.records_depth = len(self.frames)
@@ -386,13 +422,10 @@ class JsonScanner:
             self.frames.append(Frame(c, base + pos, label, 0, at, None, at, at))
             self.phase = Phase.VALUE_OR_CLOSE if c == "[" else Phase.KEY_OR_CLOSE
             if c == "[":
-                m = _always(_ARRAY_RUN.match(s, pos + 1))
-                if m.end() > pos + 1:
-                    f = self.frames[-1]
-                    f.count = _STRINGS.sub("", s[pos + 1 : m.end()]).count(",")
-                    f.advance_safe(base + m.end(1))
+                end = _skip_run(_ARRAY_RUN, s, pos + 1, base, self.frames[-1])
+                if end > pos + 1:
                     self.phase = Phase.VALUE
-                    return m.end()
+                return end
             return pos + 1
         if c == "-" or "0" <= c <= "9":
             if _NUMBER_PREFIX.match(s, pos) is not None:
@@ -416,19 +449,33 @@ class JsonScanner:
         self._fail(base + pos, "expected a value")
         return -1
 
-    def _swallow(self, s: str, pos: int) -> int:
+    def _swallow(self, s: str, pos: int, base: int) -> int:
         """Validate and skip a complete nested value with the C scanner; 0 if it is open.
 
         A bounded window keeps an open container from costing a parse to the end of the
-        text: a value longer than the window is simply read member by member instead.
+        text: a value longer than the window is simply read member by member instead. So
+        is a value nested deeper than the C scanner can recurse (it raises RecursionError
+        after a bounded amount of work); after any failure, the values that start in the
+        next ``given // _SWALLOW_BACKOFF`` characters are not offered to it again.
         """
+        rest = len(s) - pos
+        given = min(rest, _SWALLOW_FIRST)
         try:
-            if len(s) - pos > _SWALLOW_WINDOW:
-                value, end = _SCAN_ONCE(s[pos : pos + _SWALLOW_WINDOW], 0)
+            if rest > _SWALLOW_FIRST:
+                try:
+                    value, end = _SCAN_ONCE(s[pos : pos + _SWALLOW_FIRST], 0)
+                except (StopIteration, ValueError):
+                    given = min(rest, _SWALLOW_WINDOW)
+                    if rest > _SWALLOW_WINDOW:
+                        value, end = _SCAN_ONCE(s[pos : pos + _SWALLOW_WINDOW], 0)
+                    else:
+                        value, end = _SCAN_ONCE(s, pos)
+                        end -= pos
                 end += pos
             else:
                 value, end = _SCAN_ONCE(s, pos)
-        except (StopIteration, ValueError):
+        except (StopIteration, ValueError, RecursionError):
+            self._swallow_from = base + pos + given // _SWALLOW_BACKOFF
             return 0
         self._swallowed = len(value)
         return int(end)

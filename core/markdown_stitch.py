@@ -21,10 +21,11 @@ from collections.abc import Callable
 from pydantic import BaseModel, ConfigDict
 
 from core.extraction import clean_text
+from core.leads import Strength
 from core.merge import Merge
 from core.seam import (
     EMPTY,
-    FENCE_OPENER,
+    Accept,
     Seam,
     finish,
     grow_head,
@@ -43,6 +44,7 @@ _BLOCK_START = re.compile(
     r"#{1,6}(?:[ \t]|$)|[-*+][ \t]|\d{1,9}[.)][ \t]|>|```|~~~|(?:-{3,}|\*{3,}|_{3,})[ \t]*$",
     re.MULTILINE,
 )
+_ORDERED = re.compile(r"[ \t]*\d{1,9}[.)][ \t]")
 #: A line holding only block markers has no content yet: what follows continues them.
 _MARKERS_ONLY = re.compile(r"[\s#>*+\-|`~]*")
 
@@ -58,6 +60,7 @@ class MarkdownScan(BaseModel):
     partial: str = ""  # the unfinished last line ('' after a line break)
     last_line: str = ""  # the last complete line: the header when a separator follows
     fence: str = ""  # marker of the open code fence (```, ~~~~, …), '' outside code
+    wrapper: str = ""  # the fence a wrapper opened and did not close yet
     table: str = ""  # header row + "\n" + separator row of the open table, '' outside one
 
 
@@ -149,9 +152,14 @@ def needs_break(scan: MarkdownScan, text: str) -> bool:
         return not _in_code(scan) and _BLOCK_START.match(text) is not None
     if text.startswith("|"):
         return _row_complete(scan)
-    if _MARKERS_ONLY.fullmatch(scan.partial):
+    if _MARKERS_ONLY.fullmatch(scan.partial) or scan.partial[-1] in " \t":
+        return False  # a cut after a space is mid-sentence: "founded in " + "2019. It grew"
+    match = _BLOCK_START.match(text)
+    if match is None:
         return False
-    return _BLOCK_START.match(text) is not None
+    if match.group()[0].isdigit():  # "1998. " mid-line is a year, unless a list goes on
+        return any(_ORDERED.match(line) for line in (scan.partial, scan.last_line))
+    return True
 
 
 def _table_dropper(scan: MarkdownScan) -> Callable[[str], tuple[int, str]]:
@@ -169,31 +177,66 @@ def _table_dropper(scan: MarkdownScan) -> Callable[[str], tuple[int, str]]:
     return drop
 
 
-def markdown_wrapper(fragment: str) -> re.Match[str] | None:
-    """A ```markdown fence around the fragment; a bare fence may be the document's code."""
-    match = FENCE_OPENER.match(fragment)
-    return match if match and match.group("info").lower() in WRAPPER_TAGS else None
+def wrapper_fence(info: str) -> Strength:
+    """A ```markdown fence wraps a reply; any other may open the document's own code block."""
+    return Strength.STRONG if info.lower() in WRAPPER_TAGS else Strength.WEAK
+
+
+def _row_fits(scan: MarkdownScan, text: str) -> bool:
+    """Whether the table row the seam completes has its table's cell count.
+
+    Only a row completed at the seam is checked (``"|---:|---:"`` + ``"|---:|---:|"`` is a
+    separator of four cells, not two); a table's own ragged rows later are its business.
+    """
+    if _in_code(scan) or not scan.partial.lstrip().startswith("|"):
+        return True
+    end = text.find("\n")
+    if end < 0:
+        return True
+    line = scan.partial + text[:end]
+    if scan.table:
+        header = scan.table.split("\n", 1)[0]
+    elif _is_separator(line) and _is_row(scan.last_line):
+        header = scan.last_line
+    else:
+        return True
+    return len(_cells(line)) == len(_cells(header))
+
+
+def _accept(scan: MarkdownScan) -> Accept:
+    def accept(text: str) -> tuple[str, str] | None:
+        if not _row_fits(scan, text):
+            return None
+        if needs_break(scan, text):
+            return "\n" + text, "inserted a line break: the fragment starts a new block"
+        return text, ""
+
+    return accept
 
 
 def _close_wrapper(
     scan: MarkdownScan, text: str, fence: str, *, line_start: bool
 ) -> tuple[MarkdownScan, str]:
-    """Drop the wrapper's closing fence, unless that line closes the document's own block."""
+    """Drop the wrapper's closing fence, unless that line closes the document's own block.
+
+    The scan returned remembers a wrapper still open (its closer may come in a later reply).
+    """
     kept, closing = split_closing_fence(text, fence, line_start=line_start) if fence else (text, "")
     inner = _advance(scan, kept)
     if not closing:
-        return inner, kept
-    if inner.fence and _closes(closing, inner.fence) and len(fence) <= len(inner.fence):
-        return _advance(inner, closing), text
-    return inner, kept
+        return inner.model_copy(update={"wrapper": fence}), kept
+    mark = closing.strip().split("\n", 1)[0].strip()
+    if inner.fence and _closes(mark, inner.fence) and len(fence) <= len(inner.fence):
+        return _advance(inner, closing).model_copy(update={"wrapper": fence}), text
+    return inner.model_copy(update={"wrapper": ""}), kept
 
 
 def start_markdown(fragment: str) -> tuple[MarkdownScan, Merge]:
-    """Clean the first fragment; a ```markdown fence wrapping it is dropped."""
+    """Clean the first fragment; a wrapper (chat prose, a ```markdown fence) is dropped."""
     text, warnings = clean_text(fragment)
-    reading = start_reading(text, markdown_wrapper(text))
+    reading = start_reading(text, fence_strength=wrapper_fence)
     scan, append = _close_wrapper(MarkdownScan(), reading.append, reading.fence, line_start=True)
-    if not append:
+    if not append.strip():
         return MarkdownScan(), Merge.failed(EMPTY, *warnings, *reading.warnings)
     return scan, finish(reading, append, warnings)
 
@@ -202,15 +245,17 @@ def merge_markdown(scan: MarkdownScan, tail: str, fragment: str) -> tuple[Markdo
     """Append a continuation without gluing blocks or breaking code blocks."""
     if not scan.length:
         return start_markdown(fragment)
-    seam = Seam(wrapper=markdown_wrapper, drop_repeat=_table_dropper(scan), strip_close=False)
+    seam = Seam(
+        accept=_accept(scan),
+        fence_strength=wrapper_fence,
+        wrapper=scan.wrapper,
+        drop_repeat=_table_dropper(scan),
+        strip_close=False,
+    )
     reading, warnings, error = read_seam(tail, scan.length, scan.head, fragment, seam)
     if reading is None:
         return scan, Merge.failed(error, *warnings)
-    append = reading.append
-    if needs_break(scan, append):
-        append = "\n" + append
-        warnings.append("inserted a line break: the fragment starts a new block")
-    new, append = _close_wrapper(scan, append, reading.fence, line_start=not scan.partial)
+    new, append = _close_wrapper(scan, reading.append, reading.fence, line_start=not scan.partial)
     return new, finish(reading, append, warnings)
 
 

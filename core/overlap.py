@@ -13,6 +13,7 @@ search costs O(len(fragment)) string operations done in C, never O(len(accumulat
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -106,3 +107,101 @@ def splice_candidates(tail: str, fragment: str, *, min_overlap: int = MIN_OVERLA
             long.append(Splice(overlap=k, prose=start))
     long.sort(key=lambda s: (-s.overlap, s.prose))
     return [*long, *short, Splice(overlap=0)]
+
+
+#: How much of the tail and of a fragment the whitespace-blind search looks at.
+NORMALIZED_WINDOW = 8192
+_NON_WS = re.compile(r"\S+")
+
+
+def visible(text: str) -> int:
+    """Characters of ``text`` that are not white space."""
+    return len("".join(text.split()))
+
+
+def normalized_overlaps(
+    tail: str, body: str, *, lines: bool, in_string: bool = False
+) -> Iterator[tuple[int, int]]:
+    """Repeats of the tail's end that differ from it only in white space, longest first.
+
+    Yields ``(end, visible)``: the repeat is ``body[:end]``, with ``visible`` characters
+    that are not white space. ``lines``: CSV, Markdown and text, where a repeat may differ
+    in trailing spaces, CRLF and blank lines; otherwise JSON, where any white space outside
+    strings may differ (re-indented, re-minified). Exact repeats are not yielded again.
+    """
+    found = _line_overlaps(tail, body) if lines else _compact_overlaps(tail, body, in_string)
+    for end, info in found:
+        if end > 0 and not (end <= len(tail) and tail.endswith(body[:end])):
+            yield end, info
+
+
+def _squeeze(text: str) -> tuple[str, list[int]]:
+    """``text`` with each complete line's trailing blanks and ``\\r`` removed and runs of
+    line breaks made one; ``ends[i]`` is the offset in ``text`` just after character i."""
+    out: list[str] = []
+    ends: list[int] = []
+    pos = 0
+    parts = text.split("\n")
+    last = len(parts) - 1
+    for index, part in enumerate(parts):
+        content = part if index == last else part.rstrip(" \t\r")
+        if content:
+            out.append(content)
+            ends.extend(range(pos + 1, pos + len(content) + 1))
+        if index < last:
+            newline = pos + len(part) + 1
+            if content or not out or out[-1] != "\n":
+                out.append("\n")
+                ends.append(newline)
+            else:
+                ends[-1] = newline
+        pos += len(part) + 1
+    return "".join(out), ends
+
+
+def _newlines_at_end(text: str) -> int:
+    return text[len(text.rstrip()) :].count("\n")
+
+
+def _line_overlaps(tail: str, body: str) -> Iterator[tuple[int, int]]:
+    ntail, _ = _squeeze(tail[-NORMALIZED_WINDOW:])
+    nbody, ends = _squeeze(body[:NORMALIZED_WINDOW])
+    want = _newlines_at_end(tail)
+    for k in exact_overlaps(ntail, nbody):
+        end = ends[k - 1]
+        if nbody[k - 1] == "\n" and want:
+            run_start = len(body[:end].rstrip())
+            breaks = [i for i in range(run_start, end) if body[i] == "\n"]
+            if len(breaks) > want:
+                end = breaks[want - 1] + 1
+        yield end, visible(body[:end])
+
+
+def _compact_overlaps(tail: str, body: str, in_string: bool) -> Iterator[tuple[int, int]]:
+    """Whitespace-blind repeats (JSON re-indented or re-minified).
+
+    White space that ends the tail is matched exactly when the cut is inside a string (it
+    is content there); otherwise the fragment's white space after the repeat is skipped.
+    """
+    ctail = "".join(_NON_WS.findall(tail[-2 * NORMALIZED_WINDOW :]))
+    tail_ws = tail[len(tail.rstrip()) :]
+    pieces = [(m.start(), m.group()) for m in _NON_WS.finditer(body[:NORMALIZED_WINDOW])]
+    cbody = "".join(piece for _, piece in pieces)
+    for k in exact_overlaps(ctail, cbody):
+        end = _compact_end(pieces, k)
+        if not in_string:
+            end = len(body) - len(body[end:].lstrip()) if tail_ws else end
+        elif body.startswith(tail_ws, end):
+            end += len(tail_ws)
+        else:
+            continue
+        yield end, k
+
+
+def _compact_end(pieces: list[tuple[int, str]], k: int) -> int:
+    """Offset in the original text just after its ``k``-th non-whitespace character."""
+    for offset, piece in pieces:
+        if k <= len(piece):
+            return offset + k
+        k -= len(piece)
+    raise ValueError("k beyond the compacted text")

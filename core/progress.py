@@ -24,7 +24,13 @@ import re
 from dataclasses import dataclass
 
 MARKER_TEMPLATE = "[[progress: NN%]]"
-_MARKER = re.compile(r"[ \t]*\[\[\s*progress\s*:\s*(\d{1,3})(?:\.\d+)?\s*%?\s*\]\][ \t]*")
+# Every quantifier is possessive (``*+``): no run of blanks or digits is ever given back, so
+# a line that only starts like a marker ("[[progress: 5" and 100 000 blanks) fails in linear
+# time. Backtracking would not find a match anyway: what follows each run can never be part
+# of it (``\s*+%?\s*+`` was ``\s*%?\s*``, which tried every split of a run of blanks).
+_MARKER = re.compile(
+    r"[ \t]*+\[\[\s*+progress\s*+:\s*+(\d{1,3}+)(?:\.\d++)?+\s*+%?+\s*+\]\][ \t]*+"
+)
 
 
 def split_marker(text: str) -> tuple[str, int | None]:

@@ -1,167 +1,85 @@
-"""The seam rules the line-based formats (text, CSV, Markdown) share.
+"""Reading a seam: how a continuation fragment joins what was received (SPEC 2.8).
 
-A fragment's start is read in a fixed order of preference, so every format makes the same
-safety decisions (SPEC §2.3):
+A fragment can be read in several ways, and each way gives a different document:
 
-1. a restart: the fragment repeats the document's beginning; only what follows the received
-   text is kept, nothing when the fragment does not reach that far;
-2. an overlap of at least ``MIN_OVERLAP`` characters with the tail, maybe after a preamble
-   (prose, a code-fence opener) or a repeat the format recognises (a CSV header row, a
-   Markdown table header), both dropped;
-3. whole lines that repeat the tail's last lines up to trailing white space;
-4. a short overlap, only when the format proves the exact continuation wrong;
-5. the exact continuation, with a warning when a short overlap made it ambiguous;
-6. last resorts, when the format rejects all of the above: a "preamble" that may be the rest
-   of the cut line (see ``weak_preamble``), then a seam the format repairs; and when even
-   that fails, no reading at all: a merge failure (the engine retries), never a guess.
+- a **lead** of whole lines may be a wrapper to drop (prose, a fence opener: ``core.leads``)
+  or the document's own first lines;
+- after the lead, the content may **repeat** the end of what was received, exactly or
+  with other whitespace (re-indented, re-minified, CRLF, trailing spaces, a blank line
+  more or less), over any length, or not at all (an exact continuation);
+- the end may hold a **closing fence** and a sign-off to drop.
 
-The format says which readings it accepts (``Seam.accept``); the seed's mergers guessed
-instead, and glued rows, lost headers and deleted headings. ``Merge.splice`` offsets refer
-to the fragment after ``clean_text`` (BOM, NUL, lone surrogates).
+Every reading is enumerated, the format keeps those that are valid for it (JSON must scan
+from the cut, a CSV row must have the header's width, …), and the best is taken by
+evidence: a repeat counts only when it could not be the document itself, i.e. when the
+square it would otherwise leave in the document (``x x``) is implausible: eight or more
+visible characters, or a word or number repeated from its start, and not periodic text
+nor whole records (rows, lines, array elements) that documents do repeat. Then every other
+valid reading that gives a *different* document is weighed: if one is plausible too, the
+seam is **ambiguous**: the merge says so in ``Merge.doubts`` and the engine retries with a
+request that removes the doubt, never silently choosing. When no reading is valid, the
+merge fails (the engine retries); it never glues text on a guess.
+
+Costs: candidates come from ``exact_overlaps`` (bounded anchor hits) and bounded
+normalised windows; at most ``MAX_EVALS`` readings are checked by the format, so a
+merge is O(fragment) whatever the periodicity of the text.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from core.extraction import clean_text
-from core.merge import Merge, describe_splice
-from core.overlap import MIN_OVERLAP, Splice, preamble_starts, splice_candidates
+from core.leads import (
+    NO_LEAD,
+    Lead,
+    Strength,
+    any_fence,
+    closing_fence,
+    fence_of,
+    lead_candidates,
+    sign_off,
+)
+from core.merge import Merge
+from core.overlap import Splice, exact_overlaps, normalized_overlaps, visible
 
 #: Characters of the document's start kept in a scan, to recognise a fragment that restarts.
 HEAD_CHARS = 1024
-#: How much of the document's start a fragment must repeat to count as a restart: a heading
-#: or a line that merely recurs is not one (the seed deleted such headings).
+#: How much of the document's start a fragment must repeat to count as a restart.
 RESTART_MIN = 32
-#: Complete lines compared when looking for repeated lines at the seam.
-MAX_SEAM_LINES = 32
-#: Smaller tail windows tried when the whole tail offers no long overlap: the search looks at
-#: a bounded number of anchor hits from the far end of the tail, so in repetitive text (a
-#: long list, a table) an overlap near the end can be out of its reach.
-RETRY_WINDOWS = (8192, 1024)
+#: Visible characters from which a repeat cannot be a coincidence (outside periodic text).
+CONFIRM = 8
+#: Readings checked by the format per fragment (the best and its rivals).
+MAX_EVALS = 24
+#: A format's note that starts so names a doubt (``Merge.doubts``), not just a repair.
+AMBIGUOUS = "ambiguous "
 REPEATED = "fragment repeated already received content"
 EMPTY = "fragment is empty after clean-up"
 NO_SEAM = "no reading of the seam passes the format's checks"
-
-FENCE_OPENER = re.compile(r"[ \t]*(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^`\n]*?)[ \t]*\r?\n")
 
 #: The text to append for one reading of the seam and a note (may be empty), or None when
 #: the format rules that reading out.
 Accept = Callable[[str], tuple[str, str] | None]
 
 
-def fence_opener(fragment: str) -> re.Match[str] | None:
-    """A code-fence opener line at the very start of the fragment: a wrapper (text, CSV)."""
-    return FENCE_OPENER.match(fragment)
-
-
-def preamble_fence(fragment: str, prose: int) -> str:
-    """The marker of the fence opener that ends a dropped preamble, or '' if it is prose."""
-    if not prose:
-        return ""
-    start = fragment.rfind("\n", 0, prose - 1) + 1
-    match = FENCE_OPENER.fullmatch(fragment, start, prose)
-    return match.group("fence") if match else ""
-
-
-def split_closing_fence(text: str, fence: str, *, line_start: bool) -> tuple[str, str]:
-    """Split off a last line that closes ``fence`` (``(text, '')`` when there is none).
-
-    The newline before the closing line stays: it ends the wrapped content's last line.
-    ``line_start`` says whether ``text`` begins a line (else its first line continues one).
-    """
-    end = len(text.rstrip())
-    start = text.rfind("\n", 0, end) + 1
-    line = text[start:end].strip()
-    if (start or line_start) and len(line) >= len(fence) and line == fence[0] * len(line):
-        return text[:start], text[start:]
-    return text, ""
-
-
-def grow_head(head: str, append: str) -> str:
-    """The document's first ``HEAD_CHARS`` characters, grown by an append (O(1))."""
-    return head if len(head) >= HEAD_CHARS else head + append[: HEAD_CHARS - len(head)]
-
-
-def find_restart(
-    tail: str, head: str, body: str, min_match: int
-) -> tuple[int, Splice, str, str] | None:
-    """Read ``body`` as a restart of the document, maybe after preamble lines.
-
-    It must repeat at least ``min_match`` characters of the document's start (all of the
-    fragment or of the head, when shorter). What follows the whole tail, if the fragment
-    reaches it, is new; without it the fragment only repeats what was received. Returns
-    where the restart starts, the splice, the text to append and a warning.
-    """
-    for start in (0, *preamble_starts(body)):
-        size = min(len(head), len(body) - start)
-        if size < min_match or not body.startswith(head[:size], start):
-            continue
-        found = body.find(tail, start) if tail else -1
-        if found >= 0:
-            note = "fragment restarted the document; kept only what follows the received text"
-            return start, Splice(len(tail), found), body[found + len(tail) :], note
-        return start, Splice(len(body) - start, start), "", REPEATED
+def _never(text: str) -> None:
     return None
-
-
-def line_overlap(tail: str, body: str, *, whole: bool) -> int:
-    """Characters of ``body`` whose complete lines repeat the tail's last complete lines.
-
-    Lines compare without trailing white space (a repeat re-emitted with ``\\r\\n`` or a
-    trailing blank still counts); at least ``MIN_OVERLAP`` visible characters must repeat.
-    """
-    if not tail.endswith("\n"):
-        return 0
-    lines = body.split("\n", MAX_SEAM_LINES)[:-1]
-    before = tail[:-1].rsplit("\n", MAX_SEAM_LINES)
-    if not whole or len(before) > MAX_SEAM_LINES:
-        before = before[1:]  # the window's first line may be cut
-    ours = [line.rstrip() for line in lines]
-    theirs = [line.rstrip() for line in before]
-    for count in range(min(len(ours), len(theirs)), 0, -1):
-        if ours[:count] == theirs[-count:] and sum(map(len, ours[:count])) >= MIN_OVERLAP:
-            return sum(len(line) + 1 for line in lines[:count])
-    return 0
-
-
-def find_splices(tail: str, fragment: str) -> list[Splice]:
-    """``splice_candidates`` over the whole tail and shorter windows of it, merged."""
-    found = set(splice_candidates(tail, fragment))
-    for window in RETRY_WINDOWS:
-        if len(tail) > window:
-            found.update(splice_candidates(tail[-window:], fragment))
-    return sorted(found, key=lambda s: (s.overlap < MIN_OVERLAP, -s.overlap, s.prose))
-
-
-def weak_preamble(tail: str, fragment: str, splice: Splice) -> bool:
-    """Whether a preamble splice only matched the tail's unfinished last line from its start.
-
-    In repetitive text (rows sharing a prefix, numbered lines) that is what an exact
-    continuation looks like when its second line starts like the cut line: the "preamble"
-    is then the rest of the cut line. A real preamble is prose ending with a colon, or a
-    fence opener.
-    """
-    if not splice.prose or "\n" in tail[-splice.overlap :]:
-        return False
-    if len(tail) > splice.overlap and tail[-splice.overlap - 1] != "\n":
-        return False
-    lead = fragment[: splice.prose].rstrip()
-    return not lead.endswith(":") and not preamble_fence(fragment, splice.prose)
-
-
-def _no_repeat(body: str) -> tuple[int, str]:
-    return 0, ""
 
 
 def _as_is(text: str) -> tuple[str, str]:
     return text, ""
 
 
-def _never(text: str) -> None:
-    return None
+def _no_repeat(body: str) -> tuple[int, str]:
+    return 0, ""
+
+
+def whole_lines(tail: str, square: str) -> bool:
+    """Whether ``square`` is the tail's last complete lines (a document may repeat lines)."""
+    if not (tail.endswith("\n") and square.endswith("\n")) or len(square) >= len(tail):
+        return False  # the whole document again is a restart, not a repeated record
+    return tail[-len(square) - 1] == "\n"
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,17 +87,28 @@ class Seam:
     """What a format contributes to reading a fragment's start."""
 
     accept: Accept = _as_is
-    #: A reading the format can make valid by a repair (CSV: end the cut row), tried only
-    #: when no reading is valid as it stands.
+    #: A reading the format can make valid by a repair (CSV: end the cut row), tried for a
+    #: reading that is not valid as it stands. A note starting with ``AMBIGUOUS`` is a doubt.
     repair: Accept = _never
-    #: The wrapper (prose and fence opener) to drop when no long overlap follows it.
-    wrapper: Callable[[str], re.Match[str] | None] = fence_opener
+    #: True for CSV, Markdown and text: whitespace differences are matched per line.
+    lines: bool = True
+    #: Whether prose lines can lead (False: only fences).
+    prose: bool = True
+    fence_strength: Callable[[str], Strength] = any_fence
+    #: The fence of a wrapper opened by an earlier fragment and not closed yet.
+    wrapper: str = ""
+    #: False when the format drops a wrapper's closing fence itself (Markdown).
+    strip_close: bool = True
     #: Characters of a repeat the format recognises at the body's start, and a warning.
     drop_repeat: Callable[[str], tuple[int, str]] = _no_repeat
     restart_min: int = RESTART_MIN
-    #: False when the format drops a wrapper's closing fence itself (Markdown must check
-    #: that the line does not close one of the document's own code blocks).
-    strip_close: bool = True
+    #: JSON: the cut is inside a string, so whitespace there is content.
+    in_string: bool = False
+    #: Whether ``square`` (text ending the tail) is whole records a document may repeat.
+    aligned: Callable[[str, str], bool] = whole_lines
+    #: Whether a body begins the document again, given the document's head (default: it
+    #: starts with ``restart_min`` characters of the head, as they are).
+    restarts: Callable[[str, str], bool] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,120 +119,233 @@ class Reading:
     append: str
     fence: str = ""  # marker of the wrapping fence, when its closing line is still to drop
     warnings: tuple[str, ...] = ()
+    doubts: tuple[str, ...] = ()
+    closed: bool = False  # the wrapper's closing fence was found and dropped
 
 
-def _unwrap(text: str, fence: str, seam: Seam, line_start: bool) -> tuple[str, str]:
-    if not fence or not seam.strip_close:
-        return text, fence
-    return split_closing_fence(text, fence, line_start=line_start)[0], ""
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    lead: Lead
+    start: int  # where the content starts (after the lead and a recognised repeat)
+    end: int  # where the new text starts (after the repeated part)
+    info: int  # visible characters repeated
+    exact: bool
+    confirmed: bool
+    notes: tuple[str, ...] = ()
+
+    def key(self) -> tuple[int, int, int, int, int]:
+        """Rank: a confirmed repeat, then a sure wrapper, then exact, then size.
+
+        Of two sure wrappers the longer is taken (prose, then its fence opener); of two
+        unsure ones the shorter. An unconfirmed repeat ranks below no repeat at all.
+        """
+        strength = self.lead.strength
+        lead = {Strength.STRONG: 2, Strength.NONE: 1, Strength.WEAK: 0}[strength]
+        size = self.info if self.confirmed else -self.info
+        span = self.lead.end if strength is Strength.STRONG else -self.lead.end
+        return (self.confirmed, lead, self.exact, size, span)
 
 
-def _either(seam: Seam, text: str) -> tuple[str, str] | None:
-    accepted = seam.accept(text)
-    return accepted if accepted is not None else seam.repair(text)
+@dataclass(slots=True)
+class _Tried:
+    cand: _Candidate
+    append: str
+    reading: Reading
 
 
-def _notes(*notes: str) -> tuple[str, ...]:
-    return tuple(note for note in notes if note)
+@dataclass(slots=True)
+class _Context:
+    tail: str
+    head: str
+    total: int
+    fragment: str
+    seam: Seam
+    line_start: bool
+    notes: list[str] = field(default_factory=list)
 
 
-def _long_readings(
-    tail: str,
-    source: str,
-    splices: list[Splice],
-    seam: Seam,
-    *,
-    shift: int = 0,
-    fence: str = "",
-    notes: list[str],
-) -> list[tuple[Reading, bool]]:
-    """Accepted readings with an overlap of 8+ characters, best first, each flagged weak.
+def plausible_square(tail: str, square: str, seam: Seam) -> bool:
+    """Could the document itself hold ``square`` twice in a row, the second at the cut?
 
-    ``source`` is the fragment, or what is left of it after ``shift`` dropped characters;
-    ``splices`` are its candidates.
-    Stops at the first reading that is not weak (see ``weak_preamble``).
+    That is what a fragment starting with the tail's last characters means when it is read
+    as an exact continuation. Plausible when the text is already periodic there, when the
+    square is whole records a document may repeat, or when it is short; implausible for a
+    word or number repeated from its start ("the bicy" + "bicycle") or 8+ visible
+    characters.
     """
-    line_start = not tail or tail.endswith("\n")
-    out: list[tuple[Reading, bool]] = []
-    for cand in splices:
-        if cand.overlap < MIN_OVERLAP:
+    if not square:
+        return False
+    if tail.endswith(square) and tail[: -len(square)].endswith(square):
+        return True
+    if seam.aligned(tail, square):
+        return True
+    if visible(square) >= CONFIRM:
+        return False
+    before = tail[-len(square) - 1] if len(tail) > len(square) else "\n"
+    run = len(square) - len(square.lstrip("0123456789")) or _word_run(square)
+    return before.isalnum() or run < 3
+
+
+def _word_run(text: str) -> int:
+    count = 0
+    for char in text:
+        if not char.isalpha():
             break
-        text, wrapper = _unwrap(
-            source[cand.skip :], preamble_fence(source, cand.prose), seam, line_start
-        )
-        accepted = _either(seam, text)
-        if accepted is None:
+        count += 1
+    return count
+
+
+def _candidates(ctx: _Context, lead: Lead, start: int, notes: tuple[str, ...]) -> list[_Candidate]:
+    body = ctx.fragment[start:]
+    seam = ctx.seam
+    out = [_Candidate(lead, start, start, 0, True, False, notes)]
+    for k in exact_overlaps(ctx.tail, body):
+        square = body[:k]
+        info = visible(square)
+        confirmed = not plausible_square(ctx.tail, square, seam)
+        out.append(_Candidate(lead, start, start + k, info, True, confirmed, notes))
+    normalized = normalized_overlaps(ctx.tail, body, lines=seam.lines, in_string=seam.in_string)
+    for end, info in normalized:
+        if info < CONFIRM:
             continue
-        said = _notes(*notes, *describe_splice(cand, source), accepted[1])
-        weak = weak_preamble(tail, source, cand)
-        splice = Splice(cand.overlap, shift + cand.prose)
-        out.append((Reading(splice, accepted[0], wrapper or fence, said), weak))
-        if not weak:
-            break
+        square = body[:end]
+        confirmed = not plausible_square(ctx.tail, square, seam)
+        out.append(_Candidate(lead, start, start + end, info, False, confirmed, notes))
     return out
 
 
-def plan_seam(tail: str, total: int, head: str, fragment: str, seam: Seam) -> Reading | None:
+def _restarted(ctx: _Context, body: str) -> bool:
+    """Does ``body`` begin the document again (so it cannot be new text as it stands)?"""
+    if ctx.seam.restarts is not None:
+        return ctx.seam.restarts(ctx.head, body)
+    size = min(len(ctx.head), len(body))
+    return size >= ctx.seam.restart_min and body.startswith(ctx.head[:size])
+
+
+def _evaluate(ctx: _Context, cand: _Candidate) -> _Tried | None:
+    seam = ctx.seam
+    text = ctx.fragment[cand.end :]
+    fence = cand.lead.fence or seam.wrapper
+    warnings = list(cand.notes)
+    if cand.lead.end:
+        warnings.append(f"dropped a {cand.lead.end}-character preamble: {cand.lead.text!r:.80}")
+    closed = False
+    if fence and seam.strip_close:
+        text, dropped = closing_fence(text, fence, line_start=ctx.line_start)
+        if dropped:
+            closed = True
+            warnings.append(f"dropped the wrapper's closing fence: {dropped.strip()!r:.80}")
+    if not closed and not fence:
+        cut = sign_off(text)
+        if cut < len(text):
+            warnings.append(f"dropped a closing remark: {text[cut:].strip()!r:.80}")
+            text = text[:cut].rstrip(" \t") if cut else ""
+    accepted = seam.accept(text)
+    if accepted is None:
+        accepted = seam.repair(text)
+    if accepted is None:
+        return None
+    append, note = accepted
+    doubts = (note,) if note.startswith(AMBIGUOUS) else ()
+    if note:
+        warnings.append(note)
+    splice = Splice(cand.end - cand.lead.end, cand.lead.end)
+    fence = "" if closed else fence
+    reading = Reading(splice, append, fence, tuple(warnings), doubts, closed=closed)
+    return _Tried(cand, append, reading)
+
+
+def _same_document(ctx: _Context, one: _Tried, other: _Tried) -> bool:
+    if one.append == other.append:
+        return True
+    if ctx.seam.lines or ctx.seam.in_string:
+        return False
+    longer, shorter = sorted((one.append, other.append), key=len, reverse=True)
+    return longer.endswith(shorter) and longer[: len(longer) - len(shorter)].isspace()
+
+
+def _plausible(ctx: _Context, best: _Tried, rival: _Tried) -> bool:
+    """Is ``rival`` (a different document) a reading a careful reader would also accept?"""
+    b, r = best.cand, rival.cand
+    if b.lead.end != r.lead.end:
+        if b.lead.end > r.lead.end:  # the best drops lines the rival keeps as content
+            return b.lead.strength < Strength.STRONG and not b.confirmed
+        return r.lead.strength == Strength.STRONG or r.confirmed
+    if b.start != r.start:
+        return not b.confirmed
+    low, high = sorted((b.end, r.end))
+    square = ctx.fragment[low:high]
+    if not (b.exact and r.exact):
+        return not (b.confirmed and visible(square) >= CONFIRM)
+    return plausible_square(ctx.tail, square, ctx.seam)
+
+
+def _describe(tried: _Tried) -> str:
+    c = tried.cand
+    parts = []
+    if c.lead.end:
+        parts.append(f"{c.lead.text.strip()!r:.40} as a preamble")
+    parts.append(f"a {c.end - c.start}-character repeat" if c.end > c.start else "no repeat")
+    return " after ".join(reversed(parts)) if len(parts) > 1 else parts[0]
+
+
+def plan_seam(
+    tail: str, total: int, head: str, fragment: str, seam: Seam
+) -> tuple[Reading | None, str]:
     """Choose how to splice a cleaned, non-empty fragment onto the tail (see module doc).
 
-    None when no reading passes the format's checks: a merge failure, never a guess.
+    Returns the reading (None: a merge failure, never a guess) and the failure's reason.
     """
-    opener = seam.wrapper(fragment)
-    offset = opener.end() if opener else 0
-    body, fence = _unwrap(fragment[offset:], opener.group("fence") if opener else "", seam, True)
-    notes = [f"dropped a code fence wrapper: {fragment[:offset]!r:.80}"] if opener else []
-    # A restart is tried first: repeated lines in it ("- item ") offer coincidental overlaps.
-    restart = find_restart(tail, head, body, seam.restart_min)
-    if restart is not None:
-        start, splice, text, note = restart
-        if not opener:
-            line_start = not tail or tail.endswith("\n")
-            text, fence = _unwrap(text, preamble_fence(body, start), seam, line_start)
-        return Reading(Splice(splice.overlap, offset + splice.prose), text, fence, (*notes, note))
-
-    splices = find_splices(tail, fragment)
-    longs = _long_readings(tail, fragment, splices, seam, notes=[])
-    dropped, note = seam.drop_repeat(body)
-    if dropped:
-        offset, body = offset + dropped, body[dropped:]
-        notes.append(note)
-    if offset:
-        splices = find_splices(tail, body)
-        longs += _long_readings(tail, body, splices, seam, shift=offset, fence=fence, notes=notes)
-    strong = [reading for reading, weak in longs if not weak]
-    if strong:
-        return strong[0]
-    repeat = line_overlap(tail, body, whole=len(tail) >= total)
-    if repeat and (accepted := _either(seam, body[repeat:])) is not None:
-        note = "dropped whole lines that repeat the received text"
-        splice = Splice(repeat, offset)
-        return Reading(splice, accepted[0], fence, _notes(*notes, note, accepted[1]))
-
-    zero = seam.accept(body)
-    ambiguous: list[int] = []
-    for cand in splices:
-        if cand.prose or not 0 < cand.overlap < MIN_OVERLAP:
+    ctx = _Context(tail, head, total, fragment, seam, line_start=not tail or tail.endswith("\n"))
+    cands: list[_Candidate] = []
+    restarted = False
+    leads = lead_candidates(fragment, prose=seam.prose, fence_strength=seam.fence_strength)
+    for lead in (NO_LEAD, *leads):
+        body = fragment[lead.end :]
+        dropped, note = seam.drop_repeat(body)
+        if dropped:
+            end = lead.end + dropped
+            header = Lead(end, Strength.STRONG, lead.fence, fragment[:end])
+            cands += _candidates(ctx, header, end, (note,))
+        found = _candidates(ctx, lead, lead.end, ())
+        if _restarted(ctx, body):
+            # A restart is new text only past the cut; what keeps the restart (or the
+            # wrapper before it) as content repeats the document.
+            restarted = True
+            whole = visible(ctx.head)
+            found = [c for c in found if c.confirmed and c.info >= whole]
+            cands = [c for c in cands if c.confirmed]
+        cands += found
+    cands.sort(key=_Candidate.key, reverse=True)
+    tried: list[_Tried] = []
+    evals = 0
+    for cand in cands:
+        zero = cand.end == cand.start
+        if evals >= MAX_EVALS and not zero:
             continue
-        accepted = seam.accept(body[cand.overlap :])
-        if accepted is None:
-            continue
-        if zero is None:
-            note = f"accepted a {cand.overlap}-character overlap: the exact continuation breaks"
-            splice = Splice(cand.overlap, offset)
-            return Reading(splice, accepted[0], fence, _notes(*notes, note, accepted[1]))
-        ambiguous.append(cand.overlap)
-    if ambiguous:
-        sizes = "/".join(map(str, ambiguous))
-        notes.append(f"ambiguous short overlap ({sizes} characters) treated as exact continuation")
-    if zero is not None:
-        return Reading(Splice(0, offset), zero[0], fence, _notes(*notes, zero[1]))
-    # Last resorts: a preamble that may be the cut line's rest, then a repaired seam.
-    if longs:
-        return longs[0][0]
-    fixed = seam.repair(body)
-    if fixed is not None:
-        return Reading(Splice(0, offset), fixed[0], fence, _notes(*notes, fixed[1]))
-    return None
+        evals += 1
+        result = _evaluate(ctx, cand)
+        if result is not None and not any(_same_document(ctx, result, t) for t in tried):
+            tried.append(result)
+    if not tried:
+        return None, REPEATED if restarted else NO_SEAM
+    best, rivals = tried[0], tried[1:]
+    doubts = [
+        f"ambiguous seam: read {_describe(best)}; {_describe(rival)} would give another document"
+        for rival in rivals
+        if _plausible(ctx, best, rival)
+    ][:2]
+    reading = best.reading
+    if doubts:
+        reading = Reading(
+            reading.splice,
+            reading.append,
+            reading.fence,
+            (*reading.warnings, *doubts),
+            (*reading.doubts, *doubts),
+            reading.closed,
+        )
+    return reading, NO_SEAM
 
 
 def read_seam(
@@ -312,10 +354,28 @@ def read_seam(
     """Clean a continuation and plan its seam: the reading (None: a merge failure, for
     the reason given), and the clean-up warnings."""
     text, warnings = clean_text(fragment)
-    if not text:
+    if not text.strip():
         return None, warnings, EMPTY
-    reading = plan_seam(tail, total, head, text, seam)
-    return reading, warnings, NO_SEAM
+    text = _line_endings(head, tail, text, warnings)
+    reading, error = plan_seam(tail, total, head, text, seam)
+    return reading, warnings, error
+
+
+def _line_endings(head: str, tail: str, text: str, warnings: list[str]) -> str:
+    """Write a fragment's line breaks the way the document does (CRLF or LF)."""
+    sample = head if "\n" in head else tail
+    nl = sample.find("\n")
+    if nl < 0 or "\n" not in text:
+        return text
+    if nl > 0 and sample[nl - 1] == "\r":
+        if "\n" in text.replace("\r\n", ""):
+            warnings.append("wrote the fragment's line breaks as CRLF, as the document does")
+            return text.replace("\r\n", "\n").replace("\n", "\r\n")
+        return text
+    if "\r\n" in text:
+        warnings.append("wrote the fragment's CRLF line breaks as LF, as the document does")
+        return text.replace("\r\n", "\n")
+    return text
 
 
 def finish(reading: Reading, append: str, warnings: Iterable[str]) -> Merge:
@@ -323,14 +383,42 @@ def finish(reading: Reading, append: str, warnings: Iterable[str]) -> Merge:
     notes = [*warnings, *reading.warnings]
     if not append and REPEATED not in notes:
         notes.append(REPEATED)
-    return Merge(ok=True, append=append, splice=reading.splice, warnings=tuple(notes))
-
-
-def start_reading(fragment: str, opener: re.Match[str] | None) -> Reading:
-    """The first fragment: only a wrapper (prose, fence opener) is dropped, nothing overlaps."""
-    if opener is None:
-        return Reading(Splice(0), fragment)
-    note = f"dropped a code fence wrapper: {fragment[: opener.end()]!r:.80}"
-    return Reading(
-        Splice(0, opener.end()), fragment[opener.end() :], opener.group("fence"), (note,)
+    return Merge(
+        ok=True, append=append, splice=reading.splice, warnings=tuple(notes), doubts=reading.doubts
     )
+
+
+def grow_head(head: str, append: str) -> str:
+    """The document's first ``HEAD_CHARS`` characters, grown by an append (O(1))."""
+    return head if len(head) >= HEAD_CHARS else head + append[: HEAD_CHARS - len(head)]
+
+
+def start_reading(
+    fragment: str, *, fence_strength: Callable[[str], Strength] = any_fence
+) -> Reading:
+    """The first fragment: a wrapper (chat prose, a fence opener) is dropped, nothing else.
+
+    Only a lead the evidence calls strong is dropped: there is no received text to prove a
+    weak one wrong.
+    """
+    strong = [
+        lead
+        for lead in lead_candidates(fragment, fence_strength=fence_strength)
+        if lead.strength is Strength.STRONG
+    ]
+    if not strong:
+        return Reading(Splice(0), fragment)
+    lead = strong[-1]
+    note = f"dropped a wrapper before the document: {lead.text!r:.80}"
+    return Reading(Splice(0, lead.end), fragment[lead.end :], lead.fence, (note,))
+
+
+def fence_opener(line: str) -> str:
+    """The fence marker a line opens ('' when it opens none)."""
+    opened = fence_of(line if line.endswith("\n") else line + "\n")
+    return opened[0] if opened else ""
+
+
+def split_closing_fence(text: str, fence: str, *, line_start: bool) -> tuple[str, str]:
+    """Split off a last line that closes ``fence`` (and a sign-off after it)."""
+    return closing_fence(text, fence, line_start=line_start)

@@ -36,7 +36,8 @@ def stitch(fragments: list[str], fmt: str) -> StitchResult:
 
     ``fmt`` is one of json, csv, markdown, text, auto; raises ValueError otherwise.
     A fragment that cannot be merged is skipped (as the engine would retry it) and
-    reported; the result is always the best valid document of the others.
+    reported; the result is always the best valid document of the others. A blank
+    fragment after the first is skipped with a warning (the engine retries a blank reply).
     """
     try:
         chosen = OutputFormat(fmt)
@@ -50,6 +51,9 @@ def stitch(fragments: list[str], fmt: str) -> StitchResult:
     scan: ScanState | None = None
     for index, raw in enumerate(fragments):
         fragment, _ = split_marker(raw)
+        if scan is not None and not fragment.strip():
+            warnings.append(f"fragment {index + 1}: skipped a blank reply")
+            continue
         if chosen is OutputFormat.AUTO:
             chosen = detect_format(fragment)
             warnings.append(f"detected format: {chosen.value}")

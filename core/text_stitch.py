@@ -10,7 +10,6 @@ from core.seam import (
     EMPTY,
     Reading,
     Seam,
-    fence_opener,
     finish,
     grow_head,
     read_seam,
@@ -27,40 +26,48 @@ class TextScan(BaseModel):
     length: int = 0
     records: int = 0  # complete lines
     head: str = ""
+    wrapper: str = ""  # the fence a wrapper opened and did not close yet
 
 
-def _advance(scan: TextScan, append: str) -> TextScan:
+def _advance(scan: TextScan, append: str, wrapper: str) -> TextScan:
     return TextScan(
         length=scan.length + len(append),
         records=scan.records + append.count("\n"),
         head=grow_head(scan.head, append),
+        wrapper=wrapper,
     )
 
 
-def _closed(reading: Reading, *, line_start: bool) -> str:
+def close_wrapper(reading: Reading, *, line_start: bool) -> tuple[str, str, list[str]]:
+    """The text to append, the wrapper still open after it, and a warning."""
     if not reading.fence:
-        return reading.append
-    return split_closing_fence(reading.append, reading.fence, line_start=line_start)[0]
+        return reading.append, "", []
+    kept, dropped = split_closing_fence(reading.append, reading.fence, line_start=line_start)
+    if not dropped:
+        return kept, reading.fence, []
+    return kept, "", [f"dropped the wrapper's closing fence: {dropped.strip()!r:.80}"]
 
 
 def start_text(fragment: str) -> tuple[TextScan, Merge]:
-    """Clean the first fragment; a code fence wrapping it is dropped."""
+    """Clean the first fragment; a wrapper (chat prose, a code fence) is dropped."""
     text, warnings = clean_text(fragment)
-    reading = start_reading(text, fence_opener(text))
-    append = _closed(reading, line_start=True)
-    if not append:
+    reading = start_reading(text)
+    append, wrapper, notes = close_wrapper(reading, line_start=True)
+    if not append.strip():
         return TextScan(), Merge.failed(EMPTY, *warnings, *reading.warnings)
-    return _advance(TextScan(), append), finish(reading, append, warnings)
+    return _advance(TextScan(), append, wrapper), finish(reading, append, [*warnings, *notes])
 
 
 def merge_text(scan: TextScan, tail: str, fragment: str) -> tuple[TextScan, Merge]:
-    """Append a continuation: overlap of 8+ characters, restart, repeated lines, or exact."""
+    """Append a continuation: the best reading of the seam (see ``core.seam``)."""
     if not scan.length:
         return start_text(fragment)
-    reading, warnings, error = read_seam(tail, scan.length, scan.head, fragment, Seam())
+    seam = Seam(wrapper=scan.wrapper)
+    reading, warnings, error = read_seam(tail, scan.length, scan.head, fragment, seam)
     if reading is None:
         return scan, Merge.failed(error, *warnings)
-    return _advance(scan, reading.append), finish(reading, reading.append, warnings)
+    wrapper = "" if reading.closed else reading.fence or scan.wrapper
+    return _advance(scan, reading.append, wrapper), finish(reading, reading.append, warnings)
 
 
 def close_text(scan: TextScan) -> tuple[int, str]:

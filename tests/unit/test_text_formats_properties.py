@@ -1,28 +1,13 @@
-"""Properties of the CSV, Markdown and text stitchers: cut anywhere, get the document back.
+"""Properties of the CSV, Markdown and text stitchers: cut anywhere, never silently wrong.
 
 A document of each format is generated, cut at random points into 2-20 fragments, and each
 fragment after the first repeats 0 or 8-300 characters of what came before it; when the
 repeat is 8 or more it is sometimes led by a prose line or wrapped in a code fence. Fed
 through start/merge (the tail being the last 64 KiB of what was kept), the fragments must
-give the document back exactly (CSV: the same rows through ``csv.reader``).
-
-Seams that are ambiguous by construction are excluded, each for a stated reason:
-
-- in ``unambiguous`` (with ``assume``): a seam where some other overlap of 8+ characters
-  also matches, e.g. in periodic text, or where a fragment that repeats nothing happens to
-  start with 8+ characters (or whole lines, up to trailing white space) equal to the end of
-  what was received: the stitcher rightly reads those as repeats (a match after a
-  "preamble" that is only the rest of the cut line does not count: rows sharing a prefix
-  produce those, and the stitcher refuses them); and a fence-wrapped fragment whose own
-  last line is a bare fence marker (cut right after a code block's backticks): it reads
-  as the wrapper's closing line;
-- by the generators' design: a repeat of 1-7 characters is never generated (it is ambiguous
-  by definition: the tables pin that down); documents start with a line that never recurs
-  (else a fragment could look like a restart); CSV data never contains the header's ``H``
-  (else a data row could look like a re-emitted header) and Markdown table rows never equal
-  their header; Markdown inline text holds no block markers (a cut before ``- x`` in the
-  middle of a line would rightly get a line break); a wrapper's closing fence is only added
-  where the document is outside a code block (else it would close the document's block).
+give the document back exactly (CSV: the same rows through ``csv.reader``), or a seam must
+be flagged (a doubt or a merge failure): a wrong document with no flag is the one outcome
+that fails. How often each behaviour comes back exact is measured by the seam corpus
+(``benchmarks/bench_seams.py``), not asserted here.
 """
 
 from __future__ import annotations
@@ -41,13 +26,7 @@ from hypothesis import strategies as st
 from core.csv_stitch import merge_csv, start_csv
 from core.markdown_stitch import merge_markdown, start_markdown
 from core.merge import Merge
-from core.overlap import MIN_OVERLAP, Splice
-from core.seam import (
-    find_splices,
-    line_overlap,
-    split_closing_fence,
-    weak_preamble,
-)
+from core.overlap import MIN_OVERLAP
 from core.text_stitch import (
     merge_text,
     start_text,
@@ -187,36 +166,24 @@ def pieces(draw: st.DrawFn, doc: str, fence: str) -> list[Piece]:
     return out
 
 
-def unambiguous(doc: str, piece: Piece) -> bool:
-    """Whether the seam has one reading (see the module docstring)."""
-    tail = doc[: piece.cut][-TAIL:]
-    fence = piece.lead[:3] if piece.lead[:3] in ("```", "~~~") else ""
-    if fence and not piece.closed and split_closing_fence(piece.fed, fence, line_start=False)[1]:
-        return False  # a wrapped fragment cut right after a fence line's marker: which is it?
-    longs = [
-        s
-        for s in find_splices(tail, piece.fed)
-        if s.overlap >= MIN_OVERLAP and not weak_preamble(tail, piece.fed, s)
-    ]
-    if piece.repeat:
-        return longs[:1] == [Splice(piece.repeat, len(piece.lead))]
-    return not longs and not line_overlap(tail, piece.fed, whole=piece.cut <= TAIL)
-
-
 Start = Callable[[str], tuple[Any, Merge]]
 Next = Callable[[Any, str, str], tuple[Any, Merge]]
 
 
-def run(start: Start, merge: Next, feed: list[Piece]) -> tuple[str, Any]:
+def run(start: Start, merge: Next, feed: list[Piece]) -> tuple[str, Any, bool]:
+    """Stitch as the engine does; also say whether any seam was flagged (doubt or failure)."""
     scan, result = start(feed[0].fed)
     assert result.ok, result.error
     text = result.append
+    flagged = False
     for piece in feed[1:]:
-        scan, result = merge(scan, text[-TAIL:], piece.fed)
-        assert result.ok, result.error
-        text += result.append
+        new, result = merge(scan, text[-TAIL:], piece.fed)
+        flagged = flagged or not result.ok or bool(result.doubts)
+        if result.ok:
+            scan = new
+            text += result.append
     assert scan.length == len(text)
-    return text, scan
+    return text, scan, flagged
 
 
 def rows(text: str) -> list[list[str]]:
@@ -232,10 +199,9 @@ def test_csv_cut_anywhere_gives_the_same_rows(data: st.DataObject) -> None:
     doc = data.draw(csv_documents())
     assume(len(doc) > 1)
     feed = data.draw(pieces(doc, "```csv\n"))
-    assume(all(unambiguous(doc, piece) for piece in feed[1:]))
-    text, scan = run(start_csv, merge_csv, feed)
-    assert rows(text) == rows(doc)
-    assert scan.records == len(rows(doc)) - 1
+    text, scan, flagged = run(start_csv, merge_csv, feed)
+    assert flagged or rows(text) == rows(doc)
+    assert flagged or scan.records == len(rows(doc)) - 1
 
 
 @PROFILE
@@ -243,10 +209,9 @@ def test_csv_cut_anywhere_gives_the_same_rows(data: st.DataObject) -> None:
 def test_markdown_cut_anywhere_gives_the_same_text(data: st.DataObject) -> None:
     doc = data.draw(markdown_documents())
     feed = data.draw(pieces(doc, "```markdown\n"))
-    assume(all(unambiguous(doc, piece) for piece in feed[1:]))
-    text, scan = run(start_markdown, merge_markdown, feed)
-    assert text == doc
-    assert (scan.records, scan.fence) == (doc.count("\n"), "")
+    text, scan, flagged = run(start_markdown, merge_markdown, feed)
+    assert flagged or text == doc
+    assert flagged or (scan.records, scan.fence) == (doc.count("\n"), "")
 
 
 @PROFILE
@@ -254,10 +219,9 @@ def test_markdown_cut_anywhere_gives_the_same_text(data: st.DataObject) -> None:
 def test_text_cut_anywhere_gives_the_same_text(data: st.DataObject) -> None:
     doc = data.draw(text_documents())
     feed = data.draw(pieces(doc, data.draw(st.sampled_from(["```text\n", "```\n", "~~~\n"]))))
-    assume(all(unambiguous(doc, piece) for piece in feed[1:]))
-    text, scan = run(start_text, merge_text, feed)
-    assert text == doc
-    assert scan.records == doc.count("\n")
+    text, scan, flagged = run(start_text, merge_text, feed)
+    assert flagged or text == doc
+    assert flagged or scan.records == doc.count("\n")
 
 
 BLOCK_LINE = re.compile(r"#{1,6} |[-*+] |\d+\. |> |\|")
@@ -281,8 +245,5 @@ def test_markdown_line_break_lost_before_a_block_is_restored(data: st.DataObject
     cuts = sorted(data.draw(st.sets(st.sampled_from(starts), min_size=1, max_size=10)))
     bounds = list(itertools.pairwise([0, *cuts, len(doc)]))
     fed = [doc[a : b - 1] for a, b in bounds[:-1]] + [doc[bounds[-1][0] :]]
-    for cut, fragment in zip(cuts, fed[1:], strict=True):
-        tail = doc[: cut - 1][-TAIL:]
-        assume(not [s for s in find_splices(tail, fragment) if s.overlap >= MIN_OVERLAP])
-    text, _ = run(start_markdown, merge_markdown, [Piece(f, 0, 0, "") for f in fed])
-    assert text == doc
+    text, _, flagged = run(start_markdown, merge_markdown, [Piece(f, 0, 0, "") for f in fed])
+    assert flagged or text == doc

@@ -1,0 +1,171 @@
+"""What a model writes around a continuation that is not the document (SPEC 2.8).
+
+Chat models wrap a continuation: a line of prose ("Sure! Here is the rest:"), a code-fence
+opener, and at the end a closing fence and a sign-off ("Let me know if you need anything
+else!"). This module only *classifies* lines; whether dropping them is the right reading of
+a seam is decided in ``core.seam``, where every reading is weighed against the others.
+
+A lead line is one of:
+
+- a fence opener (```` ``` ````, ```` ```json ````, ``~~~``): ``Strength.STRONG`` (the
+  format may weaken a bare fence: in Markdown it can open the document's own code block);
+- chat prose: a line that starts the way assistants start a reply ("Sure", "Here is",
+  "Continuing", "Of course", "The rest", …): ``STRONG``;
+- other prose ending with a colon ("The list goes on:"): ``WEAK``; a document's own line
+  can look like that, so the reading that drops it needs other evidence or is a doubt;
+- a blank line, kept with the lead it follows.
+
+Every pattern here is linear: no two quantifiers can match the same characters.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import IntEnum
+
+#: Lead lines looked at, and the longest line that can be one.
+MAX_LEAD_LINES = 4
+MAX_LEAD_LINE = 240
+
+FENCE_LINE = re.compile(r"[ \t]*(?P<fence>`{3,}|~{3,})(?P<info>[^`\n]*)\n")
+_CHAT = re.compile(
+    r"[ \t]*[*_>#(\[]*[ \t]*"
+    r"(?:sure|certainly|of course|okay|ok|alright|absolutely|great|no problem|got it"
+    r"|understood|here(?:'s|\u2019s| is| are| you go| it is| goes)|continu(?:ing|ed|e|ation)"
+    r"|resuming|picking up|(?:the )?(?:rest|remainder|remaining part)|as requested"
+    r"|below is|i(?:'ll|\u2019ll| will) (?:continue|pick up|resume)"
+    r"|let(?: me|'s|\u2019s) (?:continue|pick up|resume|finish))\b",
+    re.IGNORECASE,
+)
+_SIGN_OFF = re.compile(
+    r"[ \t]*[*_]*[ \t]*(?:let me know|i hope|hope this|feel free|would you like"
+    r"|if you (?:need|want|have|would)|shall i|do you want|happy to help|is there anything"
+    r"|this (?:completes|concludes)"
+    r"|that(?:'s| is) the (?:end|rest|complete))\b",
+    re.IGNORECASE,
+)
+
+
+class Strength(IntEnum):
+    """How sure a dropped lead is not the document's own text."""
+
+    NONE = 0  # nothing dropped
+    WEAK = 1
+    STRONG = 2
+
+
+@dataclass(frozen=True, slots=True)
+class Lead:
+    """Drop ``end`` characters (whole lines) before the content; ``fence`` opened there."""
+
+    end: int
+    strength: Strength
+    fence: str = ""
+    text: str = ""
+
+
+NO_LEAD = Lead(0, Strength.NONE)
+
+
+def fence_of(line: str) -> tuple[str, str] | None:
+    """The marker and info string of a fence opener line (with its newline), else None."""
+    match = FENCE_LINE.fullmatch(line.replace("\r\n", "\n"))
+    if match is None:
+        return None
+    info = match.group("info").strip()
+    if match.group("fence")[0] == "`" and "`" in info:
+        return None
+    return match.group("fence"), info
+
+
+def is_chat(line: str) -> bool:
+    return len(line) <= MAX_LEAD_LINE and _CHAT.match(line) is not None
+
+
+def is_sign_off(line: str) -> bool:
+    return len(line) <= MAX_LEAD_LINE and _SIGN_OFF.match(line) is not None
+
+
+def is_colon_prose(line: str) -> bool:
+    text = line.strip()
+    return 0 < len(text) <= MAX_LEAD_LINE and text[0].isalpha() and text.endswith(":")
+
+
+def any_fence(info: str) -> Strength:
+    return Strength.STRONG
+
+
+def lead_candidates(
+    fragment: str, *, prose: bool = True, fence_strength: Callable[[str], Strength] = any_fence
+) -> list[Lead]:
+    """The ways the fragment's first lines could be a wrapper, shortest first.
+
+    ``prose`` False: only fence lines can lead (a format whose lines are never prose).
+    ``fence_strength``: how sure a fence opener with this info string is a wrapper.
+    """
+    out: list[Lead] = []
+    pos, strength, fence, seen = 0, Strength.NONE, "", False
+    for _ in range(MAX_LEAD_LINES + 2):
+        nl = fragment.find("\n", pos, pos + MAX_LEAD_LINE + 2)
+        if nl < 0:
+            break
+        line = fragment[pos : nl + 1]
+        if not line.strip():
+            if seen:
+                out.append(Lead(nl + 1, strength, fence, fragment[: nl + 1]))
+            pos = nl + 1
+            continue
+        opened = fence_of(line)
+        if opened is not None:
+            fence = opened[0]
+            kind = fence_strength(opened[1])
+        elif prose and is_chat(line):
+            kind = Strength.STRONG
+        elif prose and is_colon_prose(line):
+            kind = Strength.WEAK
+        else:
+            break
+        strength, seen = max(strength, kind), True
+        out.append(Lead(nl + 1, strength, fence, fragment[: nl + 1]))
+        pos = nl + 1
+    return out
+
+
+def closing_fence(text: str, fence: str, *, line_start: bool) -> tuple[str, str]:
+    """Split off a closing ``fence`` line and what follows it, if that is only prose.
+
+    Returns ``(content, dropped)``; ``dropped`` is '' when there is no such closer. The
+    newline before the closing line stays: it ends the wrapped content's last line.
+    ``line_start`` says whether ``text`` begins a line (else its first line continues one).
+    """
+    if not fence:
+        return text, ""
+    pos = len(text)
+    # Walk back over trailing prose and blank lines to the last fence-looking line.
+    for _ in range(MAX_LEAD_LINES + 2):
+        end = len(text[:pos].rstrip())
+        start = text.rfind("\n", 0, end) + 1
+        line = text[start:end].strip()
+        if (start or line_start) and len(line) >= len(fence) and line == fence[0] * len(line):
+            return text[:start], text[start:]
+        if not line or start == 0:
+            return text, ""
+        if not (is_sign_off(line) or is_chat(line)):
+            return text, ""
+        pos = start
+    return text, ""
+
+
+def sign_off(text: str) -> int:
+    """Where a closing chat paragraph ("Let me know if …") starts, or ``len(text)``.
+
+    Only a last paragraph after a blank line counts: a line break alone could be the
+    document's own sentence.
+    """
+    stripped = text.rstrip()
+    start = stripped.rfind("\n\n")
+    if start < 0 or len(stripped) - start > 2 * MAX_LEAD_LINE:
+        return len(text)
+    return start + 2 if is_sign_off(stripped[start + 2 :]) else len(text)
