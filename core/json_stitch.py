@@ -73,8 +73,11 @@ def merge_json(
         in_string=scan.carry_kind is Carry.STRING,
         aligned=_elements(scan),
         restarts=_restarts,
+        structural=_structure if scan.carry_kind is not Carry.STRING else _never,
     )
     reading, error = plan_seam(tail, scan.length, head, text, seam)
+    if reading is not None and error == REPEATED:
+        reading = None  # a restart cut short adds nothing: retry rather than stall
     if reading is None:
         err = scan.copy().feed(text).error
         why = f"{err.message} at fragment character {err.at - scan.length}" if err else "?"
@@ -93,11 +96,20 @@ def merge_json(
     )
 
 
-def _elements(scan: JsonScanner) -> Callable[[str, str], bool]:
+def _structure(square: str) -> bool:
+    """A square holding a key or a bracket: JSON that cannot follow itself (``"id": "id":``)."""
+    return any(char in square for char in '{}[]:"') and len(square.strip()) >= 3
+
+
+def _never(square: str) -> bool:
+    return False
+
+
+def _elements(scan: JsonScanner) -> Callable[[str, str, str], bool]:
     """Whether a square is whole elements of the array open at the cut (data repeats)."""
     in_array = bool(scan.frames) and scan.frames[-1].kind == "["
 
-    def aligned(tail: str, square: str) -> bool:
+    def aligned(tail: str, square: str, rest: str) -> bool:
         if not in_array or not square.rstrip().endswith(","):
             return False
         before = tail[: len(tail) - len(square)].rstrip()

@@ -102,6 +102,8 @@ def lead_candidates(
 ) -> list[Lead]:
     """The ways the fragment's first lines could be a wrapper, shortest first.
 
+    A lead is as sure as its least sure line: chat prose then a colon line is unsure.
+
     ``prose`` False: only fence lines can lead (a format whose lines are never prose).
     ``fence_strength``: how sure a fence opener with this info string is a wrapper.
     """
@@ -127,7 +129,8 @@ def lead_candidates(
             kind = Strength.WEAK
         else:
             break
-        strength, seen = max(strength, kind), True
+        strength = kind if not seen else min(strength, kind)
+        seen = True
         out.append(Lead(nl + 1, strength, fence, fragment[: nl + 1]))
         pos = nl + 1
     return out

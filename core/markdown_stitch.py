@@ -205,11 +205,11 @@ def _row_fits(scan: MarkdownScan, text: str) -> bool:
 
 def _accept(scan: MarkdownScan) -> Accept:
     def accept(text: str) -> tuple[str, str] | None:
-        if not _row_fits(scan, text):
-            return None
         if needs_break(scan, text):
+            if not _row_fits(scan, "\n" + text):
+                return None
             return "\n" + text, "inserted a line break: the fragment starts a new block"
-        return text, ""
+        return (text, "") if _row_fits(scan, text) else None
 
     return accept
 

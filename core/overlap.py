@@ -121,18 +121,18 @@ def visible(text: str) -> int:
 
 def normalized_overlaps(
     tail: str, body: str, *, lines: bool, in_string: bool = False
-) -> Iterator[tuple[int, int]]:
+) -> Iterator[tuple[int, int, int]]:
     """Repeats of the tail's end that differ from it only in white space, longest first.
 
-    Yields ``(end, visible)``: the repeat is ``body[:end]``, with ``visible`` characters
-    that are not white space. ``lines``: CSV, Markdown and text, where a repeat may differ
+    Yields ``(end, visible, size)``: the repeat is ``body[:end]``, with ``visible``
+    characters that are not white space, and it repeats the tail's last ``size``. ``lines``: CSV, Markdown and text, where a repeat may differ
     in trailing spaces, CRLF and blank lines; otherwise JSON, where any white space outside
     strings may differ (re-indented, re-minified). Exact repeats are not yielded again.
     """
     found = _line_overlaps(tail, body) if lines else _compact_overlaps(tail, body, in_string)
-    for end, info in found:
+    for end, info, size in found:
         if end > 0 and not (end <= len(tail) and tail.endswith(body[:end])):
-            yield end, info
+            yield end, info, size
 
 
 def _squeeze(text: str) -> tuple[str, list[int]]:
@@ -163,27 +163,32 @@ def _newlines_at_end(text: str) -> int:
     return text[len(text.rstrip()) :].count("\n")
 
 
-def _line_overlaps(tail: str, body: str) -> Iterator[tuple[int, int]]:
-    ntail, _ = _squeeze(tail[-NORMALIZED_WINDOW:])
+def _line_overlaps(tail: str, body: str) -> Iterator[tuple[int, int, int]]:
+    window = tail[-NORMALIZED_WINDOW:]
+    ntail, tail_ends = _squeeze(window)
     nbody, ends = _squeeze(body[:NORMALIZED_WINDOW])
     want = _newlines_at_end(tail)
     for k in exact_overlaps(ntail, nbody):
+        before = len(ntail) - k - 1
+        size = len(window) - (tail_ends[before] if before >= 0 else 0)
         end = ends[k - 1]
         if nbody[k - 1] == "\n" and want:
             run_start = len(body[:end].rstrip())
             breaks = [i for i in range(run_start, end) if body[i] == "\n"]
             if len(breaks) > want:
                 end = breaks[want - 1] + 1
-        yield end, visible(body[:end])
+        yield end, visible(body[:end]), size
 
 
-def _compact_overlaps(tail: str, body: str, in_string: bool) -> Iterator[tuple[int, int]]:
+def _compact_overlaps(tail: str, body: str, in_string: bool) -> Iterator[tuple[int, int, int]]:
     """Whitespace-blind repeats (JSON re-indented or re-minified).
 
     White space that ends the tail is matched exactly when the cut is inside a string (it
     is content there); otherwise the fragment's white space after the repeat is skipped.
     """
-    ctail = "".join(_NON_WS.findall(tail[-2 * NORMALIZED_WINDOW :]))
+    window = tail[-2 * NORMALIZED_WINDOW :]
+    tail_pieces = [(m.start(), m.group()) for m in _NON_WS.finditer(window)]
+    ctail = "".join(piece for _, piece in tail_pieces)
     tail_ws = tail[len(tail.rstrip()) :]
     pieces = [(m.start(), m.group()) for m in _NON_WS.finditer(body[:NORMALIZED_WINDOW])]
     cbody = "".join(piece for _, piece in pieces)
@@ -195,7 +200,8 @@ def _compact_overlaps(tail: str, body: str, in_string: bool) -> Iterator[tuple[i
             end += len(tail_ws)
         else:
             continue
-        yield end, k
+        size = len(window) - (_compact_end(tail_pieces, len(ctail) - k + 1) - 1)
+        yield end, k, size
 
 
 def _compact_end(pieces: list[tuple[int, str]], k: int) -> int:

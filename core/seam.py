@@ -71,15 +71,50 @@ def _as_is(text: str) -> tuple[str, str]:
     return text, ""
 
 
+def _no_structure(square: str) -> bool:
+    return False
+
+
 def _no_repeat(body: str) -> tuple[int, str]:
     return 0, ""
 
 
-def whole_lines(tail: str, square: str) -> bool:
-    """Whether ``square`` is the tail's last complete lines (a document may repeat lines)."""
-    if not (tail.endswith("\n") and square.endswith("\n")) or len(square) >= len(tail):
+def whole_lines(tail: str, square: str, rest: str) -> bool:
+    """Whether ``square`` is the tail's last complete lines (a document may repeat lines).
+
+    ``rest`` is what follows the square in the fragment: a cut right at a line's end
+    (before its line break) leaves that line complete, and a fragment that starts with it
+    and then a line break may be its re-emission or the same line again.
+    """
+    if len(square) >= len(tail):
         return False  # the whole document again is a restart, not a repeated record
-    return tail[-len(square) - 1] == "\n"
+    starts = tail[-len(square) - 1] == "\n" or square[0] == "\n"
+    return starts and (square.endswith("\n") or rest.startswith(("\n", "\r\n")))
+
+
+def _duplicate_line(tail: str, append: str) -> bool:
+    """Whether ``tail + append`` holds two equal non-blank lines next to each other at the
+    seam: the line the cut is in, and the one before or after it."""
+    before = tail[-4 * 1024 :].split("\n")
+    after = append[: 4 * 1024].split("\n")
+    cut_line = before[-1] + after[0]
+    lines = [*before[-3:-1], cut_line, *after[1:3]]
+    at = len(before[-3:-1])
+    neighbours = lines[max(0, at - 1) : at + 2]
+    return any(
+        a.strip() and a.rstrip("\r") == b.rstrip("\r")
+        for a, b in zip(neighbours, neighbours[1:], strict=False)
+    )
+
+
+def _breaks_line(append: str, text: str) -> bool:
+    """Whether the format inserted a line break before ``text`` (a lost one, restored)."""
+    return append.startswith(("\n", "\r\n")) and not text.startswith(("\n", "\r\n"))
+
+
+def _line_prefix(tail: str, square: str) -> bool:
+    """Whether ``square`` is only the start of the tail's unfinished last line."""
+    return "\n" not in square and (len(square) >= len(tail) or tail[-len(square) - 1] == "\n")
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,8 +139,11 @@ class Seam:
     restart_min: int = RESTART_MIN
     #: JSON: the cut is inside a string, so whitespace there is content.
     in_string: bool = False
-    #: Whether ``square`` (text ending the tail) is whole records a document may repeat.
-    aligned: Callable[[str, str], bool] = whole_lines
+    #: Whether ``square`` (text ending the tail, ``rest`` after it in the fragment) is
+    #: whole records a document may repeat.
+    aligned: Callable[[str, str, str], bool] = whole_lines
+    #: Whether a square is structure a document cannot hold twice in a row (JSON: a key).
+    structural: Callable[[str], bool] = _no_structure
     #: Whether a body begins the document again, given the document's head (default: it
     #: starts with ``restart_min`` characters of the head, as they are).
     restarts: Callable[[str, str], bool] | None = None
@@ -134,16 +172,18 @@ class _Candidate:
     notes: tuple[str, ...] = ()
 
     def key(self) -> tuple[int, int, int, int, int]:
-        """Rank: a confirmed repeat, then a sure wrapper, then exact, then size.
+        """Rank: a confirmed repeat, then a sure wrapper, then size, then exact.
 
         Of two sure wrappers the longer is taken (prose, then its fence opener); of two
-        unsure ones the shorter. An unconfirmed repeat ranks below no repeat at all.
+        unsure ones the shorter. A coincidence of 1-2 visible characters ranks below no
+        repeat at all, a longer unconfirmed repeat above it (the model was asked to repeat;
+        a doubt is reported either way).
         """
         strength = self.lead.strength
         lead = {Strength.STRONG: 2, Strength.NONE: 1, Strength.WEAK: 0}[strength]
-        size = self.info if self.confirmed else -self.info
+        size = self.info if self.confirmed or self.info >= 3 else -self.info
         span = self.lead.end if strength is Strength.STRONG else -self.lead.end
-        return (self.confirmed, lead, self.exact, size, span)
+        return (self.confirmed, lead, size, self.exact, span)
 
 
 @dataclass(slots=True)
@@ -151,6 +191,7 @@ class _Tried:
     cand: _Candidate
     append: str
     reading: Reading
+    repaired: bool = False  # valid only as the format repaired it
 
 
 @dataclass(slots=True)
@@ -164,7 +205,7 @@ class _Context:
     notes: list[str] = field(default_factory=list)
 
 
-def plausible_square(tail: str, square: str, seam: Seam) -> bool:
+def plausible_square(tail: str, square: str, seam: Seam, rest: str = "") -> bool:
     """Could the document itself hold ``square`` twice in a row, the second at the cut?
 
     That is what a fragment starting with the tail's last characters means when it is read
@@ -177,9 +218,9 @@ def plausible_square(tail: str, square: str, seam: Seam) -> bool:
         return False
     if tail.endswith(square) and tail[: -len(square)].endswith(square):
         return True
-    if seam.aligned(tail, square):
+    if seam.aligned(tail, square, rest):
         return True
-    if visible(square) >= CONFIRM:
+    if visible(square) >= CONFIRM or seam.structural(square):
         return False
     before = tail[-len(square) - 1] if len(tail) > len(square) else "\n"
     run = len(square) - len(square.lstrip("0123456789")) or _word_run(square)
@@ -199,17 +240,19 @@ def _candidates(ctx: _Context, lead: Lead, start: int, notes: tuple[str, ...]) -
     body = ctx.fragment[start:]
     seam = ctx.seam
     out = [_Candidate(lead, start, start, 0, True, False, notes)]
+    weak = lead.strength is Strength.WEAK
     for k in exact_overlaps(ctx.tail, body):
         square = body[:k]
         info = visible(square)
-        confirmed = not plausible_square(ctx.tail, square, seam)
+        confirmed = not plausible_square(ctx.tail, square, seam, body[k:])
+        if weak:  # an unsure preamble needs a long repeat, not the cut line's start again
+            confirmed = confirmed and info >= CONFIRM and not _line_prefix(ctx.tail, square)
         out.append(_Candidate(lead, start, start + k, info, True, confirmed, notes))
     normalized = normalized_overlaps(ctx.tail, body, lines=seam.lines, in_string=seam.in_string)
-    for end, info in normalized:
+    for end, info, size in normalized:
         if info < CONFIRM:
             continue
-        square = body[:end]
-        confirmed = not plausible_square(ctx.tail, square, seam)
+        confirmed = not plausible_square(ctx.tail, ctx.tail[-size:], seam, body[end:])
         out.append(_Candidate(lead, start, start + end, info, False, confirmed, notes))
     return out
 
@@ -241,7 +284,8 @@ def _evaluate(ctx: _Context, cand: _Candidate) -> _Tried | None:
             warnings.append(f"dropped a closing remark: {text[cut:].strip()!r:.80}")
             text = text[:cut].rstrip(" \t") if cut else ""
     accepted = seam.accept(text)
-    if accepted is None:
+    repaired = accepted is None
+    if repaired:
         accepted = seam.repair(text)
     if accepted is None:
         return None
@@ -252,7 +296,7 @@ def _evaluate(ctx: _Context, cand: _Candidate) -> _Tried | None:
     splice = Splice(cand.end - cand.lead.end, cand.lead.end)
     fence = "" if closed else fence
     reading = Reading(splice, append, fence, tuple(warnings), doubts, closed=closed)
-    return _Tried(cand, append, reading)
+    return _Tried(cand, append, reading, repaired)
 
 
 def _same_document(ctx: _Context, one: _Tried, other: _Tried) -> bool:
@@ -275,9 +319,14 @@ def _plausible(ctx: _Context, best: _Tried, rival: _Tried) -> bool:
         return not b.confirmed
     low, high = sorted((b.end, r.end))
     square = ctx.fragment[low:high]
+    shorter = best if b.end == low else rival
+    if _line_prefix(ctx.tail, square) and _breaks_line(shorter.append, ctx.fragment[low:]):
+        return True  # the reading with a line break inserted has two lines sharing a start
+    if ctx.seam.lines and _duplicate_line(ctx.tail, shorter.append):
+        return True  # the shorter reading repeats a line, as lists and tables do
     if not (b.exact and r.exact):
         return not (b.confirmed and visible(square) >= CONFIRM)
-    return plausible_square(ctx.tail, square, ctx.seam)
+    return plausible_square(ctx.tail, square, ctx.seam, ctx.fragment[high:])
 
 
 def _describe(tried: _Tried) -> str:
@@ -294,11 +343,12 @@ def plan_seam(
 ) -> tuple[Reading | None, str]:
     """Choose how to splice a cleaned, non-empty fragment onto the tail (see module doc).
 
-    Returns the reading (None: a merge failure, never a guess) and the failure's reason.
+    Returns the reading (None: a merge failure, never a guess) and the failure's reason
+    (``REPEATED`` with an empty reading: the fragment only restarted the document).
     """
     ctx = _Context(tail, head, total, fragment, seam, line_start=not tail or tail.endswith("\n"))
     cands: list[_Candidate] = []
-    restarted = False
+    restarted: tuple[Lead, int] | None = None
     leads = lead_candidates(fragment, prose=seam.prose, fence_strength=seam.fence_strength)
     for lead in (NO_LEAD, *leads):
         body = fragment[lead.end :]
@@ -308,13 +358,19 @@ def plan_seam(
             header = Lead(end, Strength.STRONG, lead.fence, fragment[:end])
             cands += _candidates(ctx, header, end, (note,))
         found = _candidates(ctx, lead, lead.end, ())
-        if _restarted(ctx, body):
+        fence = lead.fence or seam.wrapper
+        if _restarted(ctx, closing_fence(body, fence, line_start=True)[0] if fence else body):
             # A restart is new text only past the cut; what keeps the restart (or the
             # wrapper before it) as content repeats the document.
-            restarted = True
+            restarted = restarted or (lead, len(body))
             whole = visible(ctx.head)
             found = [c for c in found if c.confirmed and c.info >= whole]
             cands = [c for c in cands if c.confirmed]
+            at = body.find(tail) if len(tail) >= ctx.seam.restart_min else -1
+            if at >= 0:  # past the tail window: the whole tail inside it marks the cut
+                end = lead.end + at + len(tail)
+                said = ("fragment restarted the document; kept only what follows the cut",)
+                found.append(_Candidate(lead, lead.end, end, visible(tail), True, True, said))
         cands += found
     cands.sort(key=_Candidate.key, reverse=True)
     tried: list[_Tried] = []
@@ -328,8 +384,16 @@ def plan_seam(
         if result is not None and not any(_same_document(ctx, result, t) for t in tried):
             tried.append(result)
     if not tried:
+        if restarted is not None and restarted[1] < total:
+            # The document again from its start, cut before it reached the cut: nothing new.
+            lead = restarted[0]
+            warnings = (f"dropped a {lead.end}-character preamble: {lead.text!r:.80}",)
+            reading = Reading(Splice(restarted[1], lead.end), "", "", warnings[: bool(lead.end)])
+            return reading, REPEATED
         return None, REPEATED if restarted else NO_SEAM
-    best, rivals = tried[0], tried[1:]
+    # A reading valid as it stands beats one the format had to repair; both are weighed.
+    best = next((t for t in tried if not t.repaired), tried[0])
+    rivals = [t for t in tried if t is not best]
     doubts = [
         f"ambiguous seam: read {_describe(best)}; {_describe(rival)} would give another document"
         for rival in rivals

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from core.formats import STITCHERS, ScanState, detect_format
+from core.json_scan import Carry
 from core.models import OutputFormat
 from core.progress import split_marker
 from core.state import HEAD_CHARS, TAIL_CHARS
@@ -53,6 +54,8 @@ def stitch(fragments: list[str], fmt: str) -> StitchResult:
         fragment, _ = split_marker(raw)
         if scan is not None and not fragment.strip():
             warnings.append(f"fragment {index + 1}: skipped a blank reply")
+            if chosen is OutputFormat.JSON and scan.get("carry_kind") == Carry.STRING:
+                doubts.append(f"fragment {index + 1}: a blank reply inside a string may be text")
             continue
         if chosen is OutputFormat.AUTO:
             chosen = detect_format(fragment)

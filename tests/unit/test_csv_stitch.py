@@ -143,57 +143,70 @@ def test_scanner_follows_the_csv_module(
 
 
 @pytest.mark.parametrize(
-    ("fragments", "expected"),
+    ("fragments", "expected", "doubt"),
     [
         pytest.param(
             ["id,name\n1,Alice\n", "2,Bob\n"],
             "id,name\n1,Alice\n2,Bob\n",
+False,
             id="exact-continuation-at-a-row-boundary",
         ),
         pytest.param(
             ["id,name\n1,Alice\n2,Bo", "1,Alice\n2,Bob\n3,Carol\n"],
             "id,name\n1,Alice\n2,Bob\n3,Carol\n",
+False,
             id="long-overlap-spanning-rows-is-removed-once",
         ),
         pytest.param(
             ["id,name\n1,Alice\n2,Bo", "2,Bob\n3,Carol\n"],
             "id,name\n1,Alice\n2,Bob\n3,Carol\n",
-            id="short-overlap-re-emitting-the-cut-row-is-proven-by-the-field-count",
+True,
+            id="cut-row-re-emitted-or-a-complete-row-then-a-lost-line-break",
         ),
         pytest.param(
             ["id,name\n1,Alice Smith\n2,Bob Jones\n", "id,name\n2,Bob Jones\n3,Carol\n"],
             "id,name\n1,Alice Smith\n2,Bob Jones\n3,Carol\n",
+True,
             id="repeated-header-then-repeated-row",
         ),
         pytest.param(
             ["id,name\n1,Alice\n2,Bob Jones\n", "2,Bob Jones\r\n3,Carol\r\n"],
-            "id,name\n1,Alice\n2,Bob Jones\n3,Carol\r\n",
+            "id,name\n1,Alice\n2,Bob Jones\n3,Carol\n",
+True,
             id="row-level-overlap-with-other-line-endings-is-removed-once",
         ),
         pytest.param(
             ["id,name\n1,Alice Smith\n2,Bob Jo", "Here is the continuation:\n2,Bob Jones\n"],
             "id,name\n1,Alice Smith\n2,Bob Jones\n",
+True,
             id="prose-preamble-before-the-overlap-is-dropped",
         ),
         pytest.param(
             ["id,name\n1,Alice Smith\n2,Bob Jo", "```csv\n2,Bob Jones\n3,Carol\n```"],
             "id,name\n1,Alice Smith\n2,Bob Jones\n3,Carol\n",
+True,
             id="code-fence-wrapper-around-an-overlap-is-dropped-with-its-closing-line",
         ),
         pytest.param(
             ["id,name\n1,Alice\n", "```csv\n2,Bob\n```"],
             "id,name\n1,Alice\n2,Bob\n",
+False,
             id="code-fence-wrapper-around-an-exact-continuation-is-dropped",
         ),
         pytest.param(
             ["id,name\n1,Alice\n", "Sure, here it is:\n```\n2,Bob\n```\n"],
             "id,name\n1,Alice\n2,Bob\n",
+False,
             id="prose-and-bare-fence-before-an-exact-continuation-are-dropped",
         ),
     ],
 )
-def test_overlaps_are_removed_once(fragments: list[str], expected: str) -> None:
-    assert stitch(*fragments)[0] == expected
+def test_overlaps_are_removed_once(fragments: list[str], expected: str, doubt: bool) -> None:
+    """Repeats go once. A repeat that could also be the document's own rows (a whole row, or
+    a cut row re-emitted while it already had every field) is taken and doubted."""
+    text, _, merges = stitch(*fragments)
+    assert text == expected
+    assert bool(merges[-1].doubts) is doubt
 
 
 @pytest.mark.parametrize(
@@ -216,11 +229,13 @@ def test_rows_sharing_a_prefix(fragments: list[str], expected: str) -> None:
     assert stitch(*fragments)[0] == expected
 
 
-def test_ambiguous_short_overlap_is_treated_as_exact_continuation_with_a_warning() -> None:
-    """A 5-character repeat of a whole row does not change any width: nothing proves it."""
+def test_ambiguous_short_repeat_of_a_whole_row_is_doubted() -> None:
+    """A 5-character repeat of a whole row does not change any width: nothing proves it.
+
+    The repeat is taken (the model was asked to repeat) and doubted (rows do repeat)."""
     text, _, merges = stitch("id,name\n1,Al\n2,Bo\n", "2,Bo\n3,Cy\n")
-    assert text == "id,name\n1,Al\n2,Bo\n2,Bo\n3,Cy\n"
-    assert warned(merges, "ambiguous short overlap")
+    assert text == "id,name\n1,Al\n2,Bo\n3,Cy\n"
+    assert merges[-1].doubts
 
 
 def test_single_column_cut_continues_the_field_and_says_it_guessed() -> None:
@@ -305,7 +320,7 @@ def test_bom_nul_and_lone_surrogates_are_removed_with_warnings() -> None:
 def test_first_fragment_wrapped_in_a_fence_after_prose_is_unwrapped() -> None:
     text, _, merges = stitch("Here is the CSV:\n```csv\nid,name\n1,Alice\n```")
     assert text == "id,name\n1,Alice\n"
-    assert warned(merges, "code fence")
+    assert warned(merges, "wrapper")
 
 
 @pytest.mark.parametrize(

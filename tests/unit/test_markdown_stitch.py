@@ -249,10 +249,10 @@ def test_list_items_sharing_a_prefix_are_not_read_as_preamble_and_repeat() -> No
     assert text == "- Item number 1: a\n- Item number 2: b\n- Item number 3: c\n"
 
 
-def test_ambiguous_short_overlap_is_exact_continuation_with_a_warning() -> None:
-    text, _, merges = stitch("Hello wor", "world!\n")
-    assert text == "Hello worworld!\n"
-    assert warned(merges, "ambiguous short overlap")
+def test_ambiguous_short_overlap_is_exact_continuation_with_a_doubt() -> None:
+    text, _, merges = stitch("Hello lo", "lo there!\n")
+    assert text == "Hello lolo there!\n"
+    assert merges[-1].doubts
 
 
 def test_restart_repeating_only_received_text_appends_nothing() -> None:
