@@ -8,9 +8,11 @@ nested values are validated and skipped by the C scanner of the standard library
 runs of scalar members by one regular expression, so the Python loop only runs for the
 containers that stay open.
 
-Nesting of any depth is read without recursion: the scanner's own frames are a list, and
-a nested value too deep for the C scanner (whose recursion is bounded by the interpreter's
-recursion limit) is read member by member like an open one (see :meth:`JsonScanner._swallow`).
+Nesting is read without recursion: the scanner's own frames are a list, and a nested value
+too deep for the C scanner (whose recursion is bounded by the interpreter's recursion limit)
+is read member by member like an open one (see :meth:`JsonScanner._swallow`). Past
+:data:`MAX_DEPTH` open containers the text is rejected with a :class:`ScanError` (no JSON a
+model means to write nests that deep, and every step's cost grows with the depth).
 
 From that state, :meth:`JsonScanner.close` says how to turn the text read so far into
 valid JSON without re-reading it: keep ``text[:n]`` and append a short suffix (close an
@@ -61,6 +63,14 @@ _SWALLOW_FIRST = 512
 #: per level).
 _SWALLOW_BACKOFF = 4
 _ANCHOR_SPAN = 2048
+#: Most containers open at once; a text that opens one more is a syntax error ("nested
+#: deeper than ..."), not an exception. The standard library's own parser gives up at
+#: about 1,000 levels (RecursionError).
+MAX_DEPTH = 10_000
+#: Nested values are swallowed only this far from MAX_DEPTH: a value of at most
+#: _SWALLOW_WINDOW characters nests at most half as many levels, so whether the limit is
+#: hit does not depend on which values were swallowed (that is, on how the text was cut).
+_SWALLOW_DEPTH = MAX_DEPTH - _SWALLOW_WINDOW // 2
 
 
 def _always(m: re.Match[str] | None) -> re.Match[str]:
@@ -152,6 +162,7 @@ class JsonScanner:
     """
 
     __slots__ = (
+        "_owned",
         "_swallow_from",
         "_swallowed",
         "carry",
@@ -183,15 +194,18 @@ class JsonScanner:
         self.records_depth = 1 << 30
         self._swallowed = 0
         self._swallow_from = 0  # no nested value starting before this offset is swallowed
+        # frames[i] for i >= _owned are this scanner's own; those below may be shared with
+        # copies and are replaced by a private copy before they change (only the innermost
+        # frame ever changes), so copy() costs one list copy, not one Frame per level.
+        self._owned = 0
 
     # -- state -------------------------------------------------------------------------
     def copy(self) -> JsonScanner:
         other = JsonScanner.__new__(JsonScanner)
         other.length = self.length
-        other.frames = [
-            Frame(f.kind, f.open_at, f.label, f.count, f.safe, f.key, f.near, f.far)
-            for f in self.frames
-        ]
+        other.frames = self.frames.copy()
+        # Both now share every frame: each copies the innermost one before changing it.
+        other._owned = self._owned = len(self.frames)
         other.phase = self.phase
         other.carry = self.carry
         other.carry_kind = self.carry_kind
@@ -299,13 +313,24 @@ class JsonScanner:
         self._fail(base + end, f"{what} in string")
         return -1
 
+    def _top(self) -> Frame:
+        """The innermost frame, about to change: copied first if it is shared."""
+        frames = self.frames
+        f = frames[-1]
+        if len(frames) <= self._owned:
+            f = frames[-1] = Frame(
+                f.kind, f.open_at, f.label, f.count, f.safe, f.key, f.near, f.far
+            )
+            self._owned = len(frames) - 1
+        return f
+
     def _value_done(self, end: int) -> None:
         """A value ending at offset ``end`` completed the current member (or the root)."""
         if not self.frames:
             self.phase = Phase.DONE
             self.done_at = end
             return
-        f = self.frames[-1]
+        f = self._top()
         f.count += 1
         f.advance_safe(end)
         f.key = None
@@ -323,6 +348,7 @@ class JsonScanner:
             if phase is Phase.AFTER:
                 f = frames[-1]
                 if c == ",":
+                    f = self._top()
                     pos += 1
                     if f.kind == "[":
                         self.phase = Phase.VALUE
@@ -351,7 +377,7 @@ class JsonScanner:
                     m = _always(_STR_BODY.match(s, pos + 1))
                     end = m.end()
                     if end < n and s[end] == '"':
-                        frames[-1].key = json.loads(s[pos : end + 1])
+                        self._top().key = json.loads(s[pos : end + 1])
                         self.phase = Phase.COLON
                         pos = end + 1
                     elif end == n or _PARTIAL_ESCAPE.match(s, end):
@@ -379,6 +405,7 @@ class JsonScanner:
 
     def _pop(self) -> None:
         frame = self.frames.pop()
+        self._owned = min(self._owned, len(self.frames))
         if frame.kind == "[" and len(self.frames) <= min(1, self.records_depth):
             self.records_depth = len(self.frames)
             self.records_closed = frame.count
@@ -406,7 +433,8 @@ class JsonScanner:
         if c == '"':
             return self._string_body(s, pos + 1, base, pos)
         if c in "{[":  # c is one character
-            if self.frames and base + pos >= self._swallow_from:
+            depth = len(self.frames)
+            if depth and base + pos >= self._swallow_from and depth <= _SWALLOW_DEPTH:
                 end = self._swallow(s, pos, base)
                 if end > 0:
                     if c == "[" and len(self.frames) <= min(1, self.records_depth):
@@ -414,6 +442,9 @@ class JsonScanner:
                         self.records_closed = self._swallowed
                     self._value_done(base + end)
                     return end
+            if depth >= MAX_DEPTH:
+                self._fail(base + pos, f"nested deeper than {MAX_DEPTH} levels")
+                return -1
             parent = self.frames[-1] if self.frames else None
             label: str | int | None = None
             if parent is not None:

@@ -125,9 +125,10 @@ def normalized_overlaps(
     """Repeats of the tail's end that differ from it only in white space, longest first.
 
     Yields ``(end, visible, size)``: the repeat is ``body[:end]``, with ``visible``
-    characters that are not white space, and it repeats the tail's last ``size``. ``lines``: CSV, Markdown and text, where a repeat may differ
-    in trailing spaces, CRLF and blank lines; otherwise JSON, where any white space outside
-    strings may differ (re-indented, re-minified). Exact repeats are not yielded again.
+    characters that are not white space, and it repeats the tail's last ``size``.
+    ``lines``: CSV, Markdown and text, where a repeat may differ in trailing spaces, CRLF
+    and blank lines; otherwise JSON, where any white space outside strings may differ
+    (re-indented, re-minified). Exact repeats are not yielded again.
     """
     found = _line_overlaps(tail, body) if lines else _compact_overlaps(tail, body, in_string)
     for end, info, size in found:

@@ -19,6 +19,12 @@ REPEAT_OPEN = "<<<REPEAT\n"
 REPEAT_CLOSE = "\nREPEAT>>>"
 CONTEXT_OPEN = "<<<CONTEXT\n"
 CONTEXT_CLOSE = "\nCONTEXT>>>"
+#: A JSON path longer than this many steps keeps its first and last steps and says how
+#: many it leaves out (a path 10,000 levels deep would otherwise fill every prompt and
+#: every iteration's metadata); a key longer than _MAX_LABEL characters is shortened.
+MAX_PATH_STEPS = 32
+_PATH_HEAD = 8
+_MAX_LABEL = 256
 
 _WHAT = {
     OutputFormat.JSON: "Continue the JSON document exactly where it was cut. Output only JSON "
@@ -51,18 +57,37 @@ def overlap_context(tail: str, size: int, element_start: int | None = None) -> s
 
 
 def json_path(scan: JsonScanner) -> str:
-    """Where the cut is, as a JSONPath-like string: ``$.items[41].name``."""
-    parts = ["$"]
-    for frame in scan.frames[1:]:
-        label = frame.label
-        parts.append(f"[{label}]" if isinstance(label, int) else f".{label}")
-    if scan.frames:
-        top = scan.frames[-1]
+    """Where the cut is, as a JSONPath-like string: ``$.items[41].name``.
+
+    Past :data:`MAX_PATH_STEPS` steps, the first few and the last ones are kept and the
+    others counted: ``$[0][0]…(9968 more)…[0][0]``.
+    """
+    frames = scan.frames
+    steps: list[str | int | None] = [frame.label for frame in frames[1:]]
+    if frames:
+        top = frames[-1]
         if top.kind == "[":
-            parts.append(f"[{top.count}]")
+            steps.append(top.count)
         elif top.key is not None:
-            parts.append(f".{top.key}")
-    return "".join(parts)
+            steps.append(top.key)
+    if len(steps) <= MAX_PATH_STEPS:
+        return "$" + "".join(map(_path_step, steps))
+    head = steps[:_PATH_HEAD]
+    tail = steps[len(steps) - (MAX_PATH_STEPS - _PATH_HEAD) :]
+    left_out = len(steps) - MAX_PATH_STEPS
+    return (
+        "$"
+        + "".join(map(_path_step, head))
+        + f"…({left_out} more)…"
+        + "".join(map(_path_step, tail))
+    )
+
+
+def _path_step(label: str | int | None) -> str:
+    if isinstance(label, int):
+        return f"[{label}]"
+    text = str(label)
+    return "." + (text if len(text) <= _MAX_LABEL else text[: _MAX_LABEL - 1] + "…")
 
 
 def json_window(scan: JsonScanner, tail: str) -> str:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from core.extraction import clean_text
 from core.leads import (
@@ -103,7 +104,7 @@ def _duplicate_line(tail: str, append: str) -> bool:
     neighbours = lines[max(0, at - 1) : at + 2]
     return any(
         a.strip() and a.rstrip("\r") == b.rstrip("\r")
-        for a, b in zip(neighbours, neighbours[1:], strict=False)
+        for a, b in pairwise(neighbours)
     )
 
 
