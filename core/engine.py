@@ -18,8 +18,15 @@ from core.formats import STITCHERS, Stitcher, detect_format
 from core.json_scan import JsonScanner
 from core.models import FinishReason, JobSpec, OnFailure, OutputFormat, ProviderResponse
 from core.progress import Stall, split_marker
-from core.prompts import continuation_messages, json_path, json_prompt_context, overlap_context
+from core.prompts import (
+    continuation_messages,
+    json_path,
+    json_prompt_context,
+    overlap_context,
+    retry_messages,
+)
 from core.repair import advance_repair
+from core.seam import AMBIGUOUS_END
 from core.state import Continue, Decision, Fallback, Finish, JobState, OutputRef, Retry, Served
 
 _DONE = (FinishReason.STOP, FinishReason.TOOL_CALLS)
@@ -58,16 +65,23 @@ def advance(state: JobState, response: ProviderResponse) -> tuple[JobState, Deci
             scan, merge = stitcher.start(text)
         else:
             scan, merge = stitcher.merge(s.scan, s.tail, text, s.head)
-        s.metadata.warn(*merge.warnings)
         if not merge.ok:
+            s.metadata.warn(*merge.warnings)
             if reason is FinishReason.CONTENT_FILTER:
                 return s, _fallback(s, "the provider's content filter stopped the reply")
             return _failure(s, f"the reply could not be merged: {merge.error}")
+        doubts = [d for d in merge.doubts if reason not in _DONE or not d.startswith(AMBIGUOUS_END)]
+        if doubts and s.doubt_retries < s.spec.continuation.ambiguity_retries:
+            return _doubted(s, doubts[0])
+        s.metadata.warn(*merge.warnings)
+        if doubts:
+            s.metadata.ambiguous_seams += 1
         appended = merge.append
         s = s.model_copy(update={**s.appended(appended), "scan": scan})
     else:
         appended = ""
     s.merge_failures = 0
+    s.doubt_retries = 0
     s.response_id = response.response_id
     s.metadata.chunk_chars.append(len(appended))
     assert s.scan is not None
@@ -191,7 +205,22 @@ def _failure(s: JobState, why: str, *, backoff: bool = False) -> tuple[JobState,
         return s, _fallback(s, f"{s.merge_failures} consecutive failures; the last: {why}")
     if s.iteration > cfg.max_attempts:
         return s, _fallback(s, f"max_attempts ({cfg.max_attempts}) used; the last reply: {why}")
-    return s, Retry(messages=s.messages, reason=why, backoff=backoff)
+    messages = s.messages if backoff or s.scan is None else retry_messages(s.messages, why, s.tail)
+    return s, Retry(messages=messages, reason=why, backoff=backoff)
+
+
+def _doubted(s: JobState, doubt: str) -> tuple[JobState, Decision]:
+    """A reply that joins the document in two ways: ask again, saying so (SPEC 2.8).
+
+    Nothing is appended. When the doubt persists after ``ambiguity_retries`` asks, the best
+    reading is taken and the doubt stays in the warnings.
+    """
+    cfg = s.spec.continuation
+    s.doubt_retries += 1
+    s.metadata.warn(f"iteration {s.iteration}: asked again: {doubt}")
+    if s.iteration > cfg.max_attempts:
+        return s, _fallback(s, f"max_attempts ({cfg.max_attempts}) used; the last reply: {doubt}")
+    return s, Retry(messages=retry_messages(s.messages, doubt, s.tail), reason=doubt)
 
 
 def _fallback(s: JobState, reason: str, appended: str = "") -> Fallback:

@@ -106,11 +106,13 @@ def _never(square: str) -> bool:
 
 
 def _elements(scan: JsonScanner) -> Callable[[str, str, str], bool]:
-    """Whether a square is whole elements of the array open at the cut (data repeats)."""
+    """Whether a square is whole scalar elements of the array open at the cut."""
     in_array = bool(scan.frames) and scan.frames[-1].kind == "["
 
     def aligned(tail: str, square: str, rest: str) -> bool:
-        if not in_array or not square.rstrip().endswith(","):
+        # Scalars repeat in data ([0, 0], ["a", "a"]); a whole object twice in a row is
+        # taken for data only where the tail already shows it (periodic, in core.seam).
+        if not in_array or not square.rstrip().endswith(",") or any(c in square for c in "{["):
             return False
         before = tail[: len(tail) - len(square)].rstrip()
         return before.endswith((",", "["))

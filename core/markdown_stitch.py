@@ -24,6 +24,7 @@ from core.extraction import clean_text
 from core.leads import Strength
 from core.merge import Merge
 from core.seam import (
+    AMBIGUOUS_END,
     EMPTY,
     Accept,
     Seam,
@@ -256,7 +257,15 @@ def merge_markdown(scan: MarkdownScan, tail: str, fragment: str) -> tuple[Markdo
     if reading is None:
         return scan, Merge.failed(error, *warnings)
     new, append = _close_wrapper(scan, reading.append, reading.fence, line_start=not scan.partial)
-    return new, finish(reading, append, warnings)
+    merge = finish(reading, append, warnings)
+    closing = reading.append[len(append) :]
+    if closing and not closing.endswith("\n") and closing.strip() == closing.strip()[:1] * 3:
+        doubt = f"{AMBIGUOUS_END}a bare {closing.strip()} at the very end closes the wrapper, "
+        doubt += "or opens a code block the next reply goes on with"
+        merge = Merge(
+            True, merge.append, merge.splice, (*merge.warnings, doubt), None, (*merge.doubts, doubt)
+        )
+    return new, merge
 
 
 def close_markdown(scan: MarkdownScan) -> tuple[int, str]:

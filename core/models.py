@@ -91,6 +91,13 @@ class ContinuationConfig(_Strict):
     overlap_chars: StrictInt = Field(
         default=200, description="Characters of the cut the model is asked to repeat."
     )
+    ambiguity_retries: StrictInt = Field(
+        default=1,
+        ge=0,
+        le=5,
+        description="Times a reply that joins the document in two ways is asked again "
+        "(saying so) before the likelier reading is taken with a warning.",
+    )
     format: OutputFormat | None = None
 
     @field_validator(

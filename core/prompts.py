@@ -161,6 +161,34 @@ def continuation_messages(
     return [*spec.conversation(), Message(role="user", content="\n".join(lines))]
 
 
+#: Characters of the cut quoted back in a retry: enough to place the cut, short enough that
+#: the model does not take the quote for text to repeat.
+RETRY_QUOTE_CHARS = 120
+
+
+def retry_messages(messages: list[Message], problem: str, tail: str) -> list[Message]:
+    """The same request, told what went wrong with the last reply (SPEC 2.8).
+
+    A retry never resends the identical request: a deterministic model would fail the same
+    way again. The last user turn gets the problem and the exact text to continue after.
+    """
+    quote = tail[-RETRY_QUOTE_CHARS:]
+    note = (
+        f"\n\nYour previous reply could not be used: {problem}. "
+        "This time, output only the continuation: no preamble, no code fence, no repeat. "
+        "Start with the very next character after the end of this text:\n"
+        f"<<<END\n{quote}\nEND>>>"
+        if quote
+        else f"\n\nYour previous reply could not be used: {problem}. Output only the document."
+    )
+    out = list(messages)
+    if out and out[-1].role == "user":
+        out[-1] = Message(role="user", content=out[-1].content + note)
+    else:
+        out.append(Message(role="user", content=note.strip()))
+    return out
+
+
 def repair_messages(spec: JobSpec, output: str, error: str) -> list[Message]:
     """Seed 001's one-shot repair: the failed output and its exact error fed back."""
     return [

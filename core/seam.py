@@ -55,6 +55,8 @@ CONFIRM = 8
 MAX_EVALS = 24
 #: A format's note that starts so names a doubt (``Merge.doubts``), not just a repair.
 AMBIGUOUS = "ambiguous "
+#: A doubt about how a fragment *ends*: moot when it is the last (the model stopped).
+AMBIGUOUS_END = "ambiguous end: "
 REPEATED = "fragment repeated already received content"
 EMPTY = "fragment is empty after clean-up"
 NO_SEAM = "no reading of the seam passes the format's checks"
@@ -81,14 +83,14 @@ def _no_repeat(body: str) -> tuple[int, str]:
 
 
 def whole_lines(tail: str, square: str, rest: str) -> bool:
-    """Whether ``square`` is the tail's last complete lines (a document may repeat lines).
+    """Whether ``square`` is the tail's last line, whole (a document may repeat a record).
 
     ``rest`` is what follows the square in the fragment: a cut right at a line's end
     (before its line break) leaves that line complete, and a fragment that starts with it
     and then a line break may be its re-emission or the same line again.
     """
-    if len(square) >= len(tail):
-        return False  # the whole document again is a restart, not a repeated record
+    if len(square) >= len(tail) or "\n" in square.strip("\r\n"):
+        return False  # a restart, or a block of lines: not one repeated record
     starts = tail[-len(square) - 1] == "\n" or square[0] == "\n"
     return starts and (square.endswith("\n") or rest.startswith(("\n", "\r\n")))
 
@@ -217,15 +219,41 @@ def plausible_square(tail: str, square: str, seam: Seam, rest: str = "") -> bool
     """
     if not square:
         return False
-    if tail.endswith(square) and tail[: -len(square)].endswith(square):
+    if _periodic(tail, square):
         return True
     if seam.aligned(tail, square, rest):
         return True
     if visible(square) >= CONFIRM or seam.structural(square):
         return False
+    # A word doubled with nothing between ("bicy" + "bicycle": "bicybicycle") is no text;
+    # a whole word or a number twice ("the the", "19 19", "1919") can be.
     before = tail[-len(square) - 1] if len(tail) > len(square) else "\n"
-    run = len(square) - len(square.lstrip("0123456789")) or _word_run(square)
-    return before.isalnum() or run < 3
+    glued = square[0].isalpha() and square[-1].isalpha() and not before.isalnum()
+    return not (glued and _word_run(square) >= 3)
+
+
+def _periodic(tail: str, square: str) -> bool:
+    """Whether the tail already repeats ``square``'s period just before it (zeros, rows)."""
+    if not tail.endswith(square):
+        return False
+    before = tail[: len(tail) - len(square)]
+    if before.endswith(square):
+        return True
+    period = _period(square)
+    return period < len(square) and before.endswith(square[-period:])
+
+
+def _period(text: str) -> int:
+    """The smallest p with ``text[p:] == text[:-p]`` (KMP failure function, O(len))."""
+    fail = [0] * len(text)
+    k = 0
+    for i in range(1, len(text)):
+        while k and text[i] != text[k]:
+            k = fail[k - 1]
+        if text[i] == text[k]:
+            k += 1
+        fail[i] = k
+    return len(text) - (fail[-1] if text else 0)
 
 
 def _word_run(text: str) -> int:

@@ -66,6 +66,7 @@ class ContinuationMetadata(BaseModel):
     merge_strategy_used: str | None = None
     merge_success: bool = True
     merge_failures: int = 0
+    ambiguous_seams: int = 0  # seams taken with a doubt (see ``warnings``)
     chunk_sizes: list[int] = Field(default_factory=list)
     chunk_chars: list[int] = Field(default_factory=list)
     final_record_count: int = 0
@@ -122,6 +123,7 @@ class JobState(BaseModel):
     scan: dict[str, Any] | None = None
     fallback: OutputRef | None = None
     merge_failures: int = 0
+    doubt_retries: int = 0  # asks at the current seam because a reply read two ways
     stall_percent: int | None = None
     stall_count: int = 0
     stall_chars: int = 0

@@ -8,6 +8,7 @@ from core.formats import STITCHERS, ScanState, detect_format
 from core.json_scan import Carry
 from core.models import OutputFormat
 from core.progress import split_marker
+from core.seam import AMBIGUOUS_END
 from core.state import HEAD_CHARS, TAIL_CHARS
 
 
@@ -66,7 +67,12 @@ def stitch(fragments: list[str], fmt: str) -> StitchResult:
         else:
             new, merge = stitcher.merge(scan, acc[-TAIL_CHARS:], fragment, acc[:HEAD_CHARS])
         warnings += [f"fragment {index + 1}: {w}" for w in merge.warnings]
-        doubts += [f"fragment {index + 1}: {w}" for w in merge.doubts]
+        last = index == len(fragments) - 1
+        doubts += [
+            f"fragment {index + 1}: {w}"
+            for w in merge.doubts
+            if not (last and w.startswith(AMBIGUOUS_END))
+        ]
         if not merge.ok:
             failed.append(index)
             warnings.append(f"fragment {index + 1} could not be merged: {merge.error}")
