@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from core import csv_stitch, markdown_stitch, text_stitch
 from core.extraction import clean_text, strip_wrapper_fence
+from core.csv_stitch import CsvMode, scan_rows
 from core.json_scan import JsonScanner
 from core.json_stitch import merge_json, start_json
 from core.merge import Merge
@@ -104,6 +105,9 @@ STITCHERS: dict[OutputFormat, Stitcher] = {
     OutputFormat.TEXT: _ModelStitcher(text_stitch, "text"),
 }
 
+#: How much of a first reply ``auto`` reads to recognise CSV.
+CSV_PROBE_CHARS = 4096
+CSV_PROBE_ROWS = 6
 _FENCE_TAG = re.compile(r"\s*(?:```|~~~)[ \t]*([A-Za-z]+)")
 _MARKDOWN_LINE = re.compile(r"^(?:#{1,6} |[-*+] |\d+[.)] |> |\|.*\||```|~~~)", re.MULTILINE)
 _TAGS = {
@@ -143,8 +147,9 @@ def detect_format(fragment: str) -> OutputFormat:
 
 
 def _looks_like_csv(text: str) -> bool:
-    lines = [line for line in text.splitlines()[:6] if line.strip()]
-    if len(lines) < 2:
+    """Two or more complete rows (quotes read as CSV reads them) of the same width, >= 2."""
+    _, _, rows = scan_rows(CsvMode.ROW_START, 0, text[:CSV_PROBE_CHARS], CSV_PROBE_ROWS)
+    counts = [count for _, count in rows if count]
+    if len(counts) < 2 or text.lstrip().startswith("#"):
         return False
-    counts = {line.count(",") for line in lines[:-1]}  # the last line may be cut
-    return len(counts) == 1 and counts.pop() >= 1 and not lines[0].lstrip().startswith("#")
+    return len(set(counts)) == 1 and counts[0] >= 2

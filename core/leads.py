@@ -30,19 +30,31 @@ MAX_LEAD_LINES = 4
 MAX_LEAD_LINE = 240
 
 FENCE_LINE = re.compile(r"[ \t]*(?P<fence>`{3,}|~{3,})(?P<info>[^`\n]*)\n")
+#: Chat prose that introduces a continuation. An interjection counts only with its
+#: punctuation ("Sure!", not "Sure enough, the river..."), "Here is" only about the
+#: document, "Continuing" only about the answer ("Continuing:", "Continuing from the cut",
+#: not "Continuing the work of ...").
 _CHAT = re.compile(
-    r"[ \t]*[*_>#(\[]*[ \t]*"
-    r"(?:sure|certainly|of course|okay|ok|alright|absolutely|great|no problem|got it"
-    r"|understood|here(?:'s|\u2019s| is| are| you go| it is| goes)|continu(?:ing|ed|e|ation)"
-    r"|resuming|picking up|(?:the )?(?:rest|remainder|remaining part)|as requested"
-    r"|below is|i(?:'ll|\u2019ll| will) (?:continue|pick up|resume)"
-    r"|let(?: me|'s|\u2019s) (?:continue|pick up|resume|finish))\b",
+    r"[ \t]*(?:\*\*|__)?[ \t]*(?:"
+    r"(?:sure|certainly|of course|okay|ok|alright|absolutely|no problem|got it|understood"
+    r"|apologies|my apologies|sorry|great|yes)[ \t]*[!,.:\u2014-]"
+    r"|here(?:'s|\u2019s| is| are| you go| it is| goes)\b[^\n]*?\b(?:rest|remainder|continu\w*"
+    r"|document|json|csv|data|text|table|file|output|markdown|answer|response|list|rows|notes"
+    r"|essay|report|article|story|summary|draft|version|content|code|you asked|requested)\b"
+    r"|continu(?:ing|ed|ation)\b[ \t]*(?:[:.!(\u2014-]|$|from\b|where\b|exactly\b|on\b"
+    r"|with (?:the|my)\b|the (?:document|json|csv|table|list|text|data|output|answer)\b)"
+    r"|\(continued\)|\[continued\]"
+    r"|[^\n]*\b(?:the rest of (?:the|it|my)|the remainder|where (?:i|we|it) (?:left off|stopped"
+    r"|was cut|were cut)|(?:was|were|got) cut off|picking up (?:where|from)|pick up where"
+    r"|as requested|the continuation|resuming (?:from|where|the))\b)",
     re.IGNORECASE,
 )
+#: Lines that start like the document's own blocks are never taken for chat.
+_CONTENT_START = re.compile(r"[ \t]*(?:[-*+>|#][ \t]|\d{1,9}[.)][ \t]|[\[{\"])")
 _SIGN_OFF = re.compile(
     r"[ \t]*[*_]*[ \t]*(?:let me know|i hope|hope this|feel free|would you like"
     r"|if you (?:need|want|have|would)|shall i|do you want|happy to help|is there anything"
-    r"|this (?:completes|concludes)"
+    r"|(?:this|that) (?:completes|concludes|is the (?:end|rest|complete|full))|end of (?:the )?doc"
     r"|that(?:'s| is) the (?:end|rest|complete))\b",
     re.IGNORECASE,
 )
@@ -81,7 +93,9 @@ def fence_of(line: str) -> tuple[str, str] | None:
 
 
 def is_chat(line: str) -> bool:
-    return len(line) <= MAX_LEAD_LINE and _CHAT.match(line) is not None
+    if len(line) > MAX_LEAD_LINE or _CONTENT_START.match(line):
+        return False
+    return _CHAT.match(line) is not None
 
 
 def is_sign_off(line: str) -> bool:
@@ -123,6 +137,8 @@ def lead_candidates(
         if opened is not None:
             fence = opened[0]
             kind = fence_strength(opened[1])
+            if seen and strength is Strength.STRONG:
+                kind = Strength.STRONG  # chat prose then a fence: the usual wrapper
         elif prose and is_chat(line):
             kind = Strength.STRONG
         elif prose and is_colon_prose(line):
@@ -152,7 +168,8 @@ def closing_fence(text: str, fence: str, *, line_start: bool) -> tuple[str, str]
         start = text.rfind("\n", 0, end) + 1
         line = text[start:end].strip()
         if (start or line_start) and len(line) >= len(fence) and line == fence[0] * len(line):
-            return text[:start], text[start:]
+            keep = _one_line_break(text[:start])
+            return text[:keep], text[keep:]
         if not line or start == 0:
             return text, ""
         if not (is_sign_off(line) or is_chat(line)):
@@ -171,4 +188,12 @@ def sign_off(text: str) -> int:
     start = stripped.rfind("\n\n")
     if start < 0 or len(stripped) - start > 2 * MAX_LEAD_LINE:
         return len(text)
-    return start + 2 if is_sign_off(stripped[start + 2 :]) else len(text)
+    return _one_line_break(text[: start + 2]) if is_sign_off(stripped[start + 2 :]) else len(text)
+
+
+def _one_line_break(text: str) -> int:
+    """The length of ``text`` with blank lines at its end left to the wrapper."""
+    end = len(text)
+    while text.endswith("\n\n", 0, end) or text.endswith("\n\r\n", 0, end):
+        end -= 2 if text[end - 2] == "\r" else 1
+    return end

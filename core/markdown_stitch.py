@@ -45,6 +45,7 @@ _BLOCK_START = re.compile(
     r"#{1,6}(?:[ \t]|$)|[-*+][ \t]|\d{1,9}[.)][ \t]|>|```|~~~|(?:-{3,}|\*{3,}|_{3,})[ \t]*$",
     re.MULTILINE,
 )
+_MARKDOWN_OR_PROSE = re.compile(r"#{1,6} \S|[-*+] \S|\| |> |[A-Z][a-z]+ [a-z]")
 _ORDERED = re.compile(r"[ \t]*\d{1,9}[.)][ \t]")
 #: A line holding only block markers has no content yet: what follows continues them.
 _MARKERS_ONLY = re.compile(r"[\s#>*+\-|`~]*")
@@ -232,10 +233,23 @@ def _close_wrapper(
     return inner.model_copy(update={"wrapper": ""}), kept
 
 
+def _first_fence(text: str) -> Callable[[str], Strength]:
+    """At the start of a first reply, a bare fence before prose or Markdown is a wrapper (a
+    document seldom opens with a code block; code seldom starts with a capitalised phrase)."""
+    first = text.find("\n") + 1
+    after = text[first : first + LINE_CAP].lstrip("\r\n").split("\n", 1)[0]
+    looks = _MARKDOWN_OR_PROSE.match(after) is not None
+
+    def strength(info: str) -> Strength:
+        return Strength.STRONG if looks and not info else wrapper_fence(info)
+
+    return strength
+
+
 def start_markdown(fragment: str) -> tuple[MarkdownScan, Merge]:
     """Clean the first fragment; a wrapper (chat prose, a ```markdown fence) is dropped."""
     text, warnings = clean_text(fragment)
-    reading = start_reading(text, fence_strength=wrapper_fence)
+    reading = start_reading(text, fence_strength=_first_fence(text))
     scan, append = _close_wrapper(MarkdownScan(), reading.append, reading.fence, line_start=True)
     if not append.strip():
         return MarkdownScan(), Merge.failed(EMPTY, *warnings, *reading.warnings)

@@ -311,7 +311,7 @@ def _evaluate(ctx: _Context, cand: _Candidate) -> _Tried | None:
         cut = sign_off(text)
         if cut < len(text):
             warnings.append(f"dropped a closing remark: {text[cut:].strip()!r:.80}")
-            text = text[:cut].rstrip(" \t") if cut else ""
+            text = text[:cut]
     accepted = seam.accept(text)
     repaired = accepted is None
     if repaired:
@@ -343,7 +343,7 @@ def _plausible(ctx: _Context, best: _Tried, rival: _Tried) -> bool:
     if b.lead.end != r.lead.end:
         if b.lead.end > r.lead.end:  # the best drops lines the rival keeps as content
             return b.lead.strength < Strength.STRONG and not b.confirmed
-        return r.lead.strength == Strength.STRONG or r.confirmed
+        return True  # the rival drops lines the best keeps: prose or content, either way
     if b.start != r.start:
         return not b.confirmed
     low, high = sorted((b.end, r.end))
