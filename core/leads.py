@@ -122,18 +122,20 @@ def lead_candidates(
     ``fence_strength``: how sure a fence opener with this info string is a wrapper.
     """
     out: list[Lead] = []
-    pos, strength, fence, seen = 0, Strength.NONE, "", False
+    pos, strength, fence, seen, after_fence = 0, Strength.NONE, "", False, False
     for _ in range(MAX_LEAD_LINES + 2):
         nl = fragment.find("\n", pos, pos + MAX_LEAD_LINE + 2)
         if nl < 0:
             break
         line = fragment[pos : nl + 1]
         if not line.strip():
-            if seen:
-                out.append(Lead(nl + 1, strength, fence, fragment[: nl + 1]))
+            if not seen or after_fence:
+                break  # after a fence opener, blank lines are the document's
+            out.append(Lead(nl + 1, strength, fence, fragment[: nl + 1]))
             pos = nl + 1
             continue
         opened = fence_of(line)
+        after_fence = opened is not None
         if opened is not None:
             fence = opened[0]
             kind = fence_strength(opened[1])

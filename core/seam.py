@@ -28,7 +28,7 @@ merge is O(fragment) whatever the periodicity of the text.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 
 from core.extraction import clean_text
@@ -307,7 +307,7 @@ def _evaluate(ctx: _Context, cand: _Candidate) -> _Tried | None:
         if dropped:
             closed = True
             warnings.append(f"dropped the wrapper's closing fence: {dropped.strip()!r:.80}")
-    if not closed and not fence:
+    if not closed:
         cut = sign_off(text)
         if cut < len(text):
             warnings.append(f"dropped a closing remark: {text[cut:].strip()!r:.80}")
@@ -341,6 +341,9 @@ def _plausible(ctx: _Context, best: _Tried, rival: _Tried) -> bool:
     """Is ``rival`` (a different document) a reading a careful reader would also accept?"""
     b, r = best.cand, rival.cand
     if b.lead.end != r.lead.end:
+        low, high = sorted((b.lead.end, r.lead.end))
+        if not ctx.fragment[low:high].strip():  # blank lines: the wrapper's, or a paragraph?
+            return ctx.tail.endswith("\n") and not ctx.tail.endswith(("\n\n", "\n\r\n"))
         if b.lead.end > r.lead.end:  # the best drops lines the rival keeps as content
             return b.lead.strength < Strength.STRONG and not b.confirmed
         return True  # the rival drops lines the best keeps: prose or content, either way
@@ -451,6 +454,10 @@ def read_seam(
         return None, warnings, EMPTY
     text = _line_endings(head, tail, text, warnings)
     reading, error = plan_seam(tail, total, head, text, seam)
+    if reading is not None and tail.endswith("\r") and reading.append[:1] not in ("\n", ""):
+        # Cut between CR and LF: the model began the next line afresh; end the break.
+        warnings.append("completed the line break cut between CR and LF")
+        reading = replace(reading, append="\n" + reading.append)
     return reading, warnings, error
 
 
