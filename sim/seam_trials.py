@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from sim import seam_documents, seam_wrappers
+from sim import seam_documents, seam_json, seam_wrappers
 from sim.seam_cuts import pick_cut
 from sim.seam_truth import csv_fields, label_detection, label_first, label_seam, valid
 from sim.seams import BEHAVIOURS, Behaviour, Reply, applies, continue_reply
@@ -173,8 +173,14 @@ def format_right(trial: Trial, detected: str) -> bool:
 
 
 def classify(trial: Trial, text: str, ok: bool, doubts: Sequence[str], detected: str) -> Outcome:
-    """Exact, flagged or silent, and whether the text (and detected format) is right."""
-    right = text in trial.accepted and format_right(trial, detected)
+    """Exact, flagged or silent, and whether the text (and detected format) is right.
+
+    JSON is right when it holds the expected tokens: white space outside strings is not
+    part of the document the model meant."""
+    same = text in trial.accepted or (
+        trial.true_fmt == "json" and seam_json.same_tokens(text, trial.expected)
+    )
+    right = same and format_right(trial, detected)
     if not ok or doubts:
         return Outcome("flagged", right)
     return Outcome("exact" if right else "silent", right)
