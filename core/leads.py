@@ -187,10 +187,11 @@ def sign_off(text: str) -> int:
     document's own sentence.
     """
     stripped = text.rstrip()
-    start = stripped.rfind("\n\n")
+    lf, crlf = stripped.rfind("\n\n"), stripped.rfind("\n\r\n")
+    start = max(lf + 2 if lf >= 0 else -1, crlf + 3 if crlf >= 0 else -1)
     if start < 0 or len(stripped) - start > 2 * MAX_LEAD_LINE:
         return len(text)
-    return _one_line_break(text[: start + 2]) if is_sign_off(stripped[start + 2 :]) else len(text)
+    return _one_line_break(text[:start]) if is_sign_off(stripped[start:]) else len(text)
 
 
 def _one_line_break(text: str) -> int:

@@ -212,14 +212,15 @@ def plausible_square(tail: str, square: str, seam: Seam, rest: str = "") -> bool
     """Could the document itself hold ``square`` twice in a row, the second at the cut?
 
     That is what a fragment starting with the tail's last characters means when it is read
-    as an exact continuation. Plausible when the text is already periodic there, when the
+    as an exact continuation. Plausible when the text is periodic there (the tail before
+    the square, or the fragment after it, repeats it), when the
     square is whole records a document may repeat, or when it is short; implausible for a
     word or number repeated from its start ("the bicy" + "bicycle") or 8+ visible
     characters.
     """
     if not square:
         return False
-    if _periodic(tail, square):
+    if _periodic(tail, square) or _continues_with(rest, square):
         return True
     if seam.aligned(tail, square, rest):
         return True
@@ -241,6 +242,15 @@ def _periodic(tail: str, square: str) -> bool:
         return True
     period = _period(square)
     return period < len(square) and before.endswith(square[-period:])
+
+
+def _continues_with(rest: str, square: str) -> bool:
+    """Whether the fragment goes on with the square again (white space aside): the text
+    is periodic there, whatever the tail shows so far."""
+    unit = "".join(square.split())
+    if len(unit) < 2:
+        return False
+    return "".join(rest[: 2 * len(square) + 64].split()).startswith(unit)
 
 
 def _period(text: str) -> int:
