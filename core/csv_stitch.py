@@ -177,12 +177,14 @@ def _readings(scan: CsvScan) -> tuple[Accept, Accept]:
     return accept, repair
 
 
-def _seam(scan: CsvScan) -> Seam:
+def _seam(scan: CsvScan, tail: str) -> Seam:
     """How a CSV fragment's start is read: by width, without a repeated header."""
 
     def drop(body: str) -> tuple[int, str]:
         if not scan.fields or scan.mode is CsvMode.QUOTED or not body.startswith(scan.header):
             return 0, ""
+        if f"\n{scan.header}\n" in tail or f"\n{scan.header}\r\n" in tail:
+            return 0, ""  # data rows equal to the header: a repeat of it proves nothing
         after = body[len(scan.header) : len(scan.header) + 2]
         size = 2 if after == "\r\n" else 1 if after.startswith("\n") else 0
         return (len(scan.header) + size, "dropped a repeated header row") if size else (0, "")
@@ -209,7 +211,7 @@ def merge_csv(scan: CsvScan, tail: str, fragment: str) -> tuple[CsvScan, Merge]:
     """Append a continuation, using the header's field count to read the seam."""
     if not scan.length:
         return start_csv(fragment)
-    reading, warnings, error = read_seam(tail, scan.length, scan.head, fragment, _seam(scan))
+    reading, warnings, error = read_seam(tail, scan.length, scan.head, fragment, _seam(scan, tail))
     if reading is None:
         return scan, Merge.failed(error, *warnings)
     wrapper = "" if reading.closed else reading.fence or scan.wrapper

@@ -112,10 +112,13 @@ def _elements(scan: JsonScanner) -> Callable[[str, str, str], bool]:
     def aligned(tail: str, square: str, rest: str) -> bool:
         # Scalars repeat in data ([0, 0], ["a", "a"]); a whole object twice in a row is
         # taken for data only where the tail already shows it (periodic, in core.seam).
-        if not in_array or not square.rstrip().endswith(",") or any(c in square for c in "{["):
+        if not in_array or any(c in square for c in "{[]}"):
             return False
+        body = square.strip()
         before = tail[: len(tail) - len(square)].rstrip()
-        return before.endswith((",", "["))
+        if body.endswith(","):  # "19, " after "[" or ",": elements with their commas
+            return before.endswith((",", "["))
+        return body.startswith(",")  # ", 68, 19" after "19": elements, commas first
 
     return aligned
 

@@ -37,10 +37,10 @@ FENCE_LINE = re.compile(r"[ \t]*(?P<fence>`{3,}|~{3,})(?P<info>[^`\n]*)\n")
 _CHAT = re.compile(
     r"[ \t]*(?:\*\*|__)?[ \t]*(?:"
     r"(?:sure|certainly|of course|okay|ok|alright|absolutely|no problem|got it|understood"
-    r"|apologies|my apologies|sorry|great|yes)[ \t]*[!,.:\u2014-]"
+    r"|apologies|my apologies|sorry)(?:[ \t]*[!.:\u2014-][ \t]*$|[ \t]*[!,.:\u2014-][ \t]+\S)"
     r"|here(?:'s|\u2019s| is| are| you go| it is| goes)\b[^\n]*?\b(?:rest|remainder|continu\w*"
-    r"|document|json|csv|data|text|table|file|output|markdown|answer|response|list|rows|notes"
-    r"|essay|report|article|story|summary|draft|version|content|code|you asked|requested)\b"
+    r"|document|json|csv|file|output|markdown|answer|response"
+    r"|essay|article|story|draft|version|content|code|you asked|requested)\b"
     r"|continu(?:ing|ed|ation)\b[ \t]*(?:[:.!(\u2014-]|$|from\b|where\b|exactly\b|on\b"
     r"|with (?:the|my)\b|the (?:document|json|csv|table|list|text|data|output|answer)\b)"
     r"|\(continued\)|\[continued\]"
@@ -93,6 +93,7 @@ def fence_of(line: str) -> tuple[str, str] | None:
 
 
 def is_chat(line: str) -> bool:
+    line = line.rstrip("\r\n")
     if len(line) > MAX_LEAD_LINE or _CONTENT_START.match(line):
         return False
     return _CHAT.match(line) is not None
@@ -139,8 +140,8 @@ def lead_candidates(
         if opened is not None:
             fence = opened[0]
             kind = fence_strength(opened[1])
-            if seen and strength is Strength.STRONG:
-                kind = Strength.STRONG  # chat prose then a fence: the usual wrapper
+            if seen:
+                kind = strength = Strength.STRONG  # prose then a fence: the usual wrapper
         elif prose and is_chat(line):
             kind = Strength.STRONG
         elif prose and is_colon_prose(line):

@@ -352,8 +352,8 @@ def _plausible(ctx: _Context, best: _Tried, rival: _Tried) -> bool:
     b, r = best.cand, rival.cand
     if b.lead.end != r.lead.end:
         low, high = sorted((b.lead.end, r.lead.end))
-        if not ctx.fragment[low:high].strip():  # blank lines: the wrapper's, or a paragraph?
-            return ctx.tail.endswith("\n") and not ctx.tail.endswith(("\n\n", "\n\r\n"))
+        if not ctx.fragment[low:high].strip():  # blank lines: the wrapper's, or the text's?
+            return not ctx.tail.endswith(("\n\n", "\n\r\n", " ", "\t"))
         if b.lead.end > r.lead.end:  # the best drops lines the rival keeps as content
             return b.lead.strength < Strength.STRONG and not b.confirmed
         return True  # the rival drops lines the best keeps: prose or content, either way
