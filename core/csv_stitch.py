@@ -30,6 +30,7 @@ from core.seam import (
     grow_head,
     read_seam,
     start_reading,
+    whole_lines,
 )
 from core.text_stitch import close_wrapper
 
@@ -192,8 +193,26 @@ def _seam(scan: CsvScan, tail: str) -> Seam:
     restart = len(scan.header) + 1 + MIN_OVERLAP if scan.fields else RESTART_MIN
     accept, repair = _readings(scan)
     return Seam(
-        accept=accept, repair=repair, drop_repeat=drop, restart_min=restart, wrapper=scan.wrapper
+        accept=accept,
+        repair=repair,
+        drop_repeat=drop,
+        restart_min=restart,
+        wrapper=scan.wrapper,
+        aligned=_whole_row,
     )
+
+
+def _whole_row(tail: str, square: str, rest: str) -> bool:
+    """Whether ``square`` is one whole row (quoted line breaks included): data repeats rows."""
+    if whole_lines(tail, square, rest):
+        return True
+    if len(square) >= len(tail) or tail[-len(square) - 1] != "\n":
+        return False
+    row = square if square.endswith("\n") else square + "\n"
+    if row is not square and not rest.startswith(("\n", "\r\n")):
+        return False
+    mode, _, rows = scan_rows(CsvMode.ROW_START, 0, row)
+    return mode is CsvMode.ROW_START and len(rows) == 1
 
 
 def start_csv(fragment: str) -> tuple[CsvScan, Merge]:

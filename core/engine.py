@@ -14,7 +14,7 @@ The caller appends ``decision.append`` to the accumulated output and stores the 
 
 from __future__ import annotations
 
-from core.formats import STITCHERS, Stitcher, detect_format
+from core.formats import STITCHERS, Stitcher, detect
 from core.json_scan import JsonScanner
 from core.models import FinishReason, JobSpec, OnFailure, OutputFormat, ProviderResponse
 from core.progress import Stall, split_marker
@@ -56,8 +56,10 @@ def advance(state: JobState, response: ProviderResponse) -> tuple[JobState, Deci
             return s, _fallback(s, "the provider's content filter stopped the reply")
         return _failure(s, "the reply is empty")
     if s.format is OutputFormat.AUTO:
-        s.format = detect_format(text)
+        s.format, doubt = detect(text)
         s.metadata.warn(f"format detected from the first reply: {s.format.value}")
+        if doubt:
+            s.metadata.warn(f"ambiguous format: {doubt}")
     s.metadata.merge_strategy_used = s.format.value
     stitcher = STITCHERS[s.format]
     if text:

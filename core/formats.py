@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from core import csv_stitch, markdown_stitch, text_stitch
-from core.extraction import clean_text, strip_wrapper_fence
 from core.csv_stitch import CsvMode, scan_rows
+from core.extraction import clean_text, strip_wrapper_fence
 from core.json_scan import JsonScanner
 from core.json_stitch import merge_json, start_json
 from core.merge import Merge
@@ -108,7 +108,8 @@ STITCHERS: dict[OutputFormat, Stitcher] = {
 #: How much of a first reply ``auto`` reads to recognise CSV.
 CSV_PROBE_CHARS = 4096
 CSV_PROBE_ROWS = 6
-_FENCE_TAG = re.compile(r"\s*(?:```|~~~)[ \t]*([A-Za-z]+)")
+_FENCE_TAG = re.compile(r"(?:^|\n)[ \t]*(?:```|~~~)[ \t]*([A-Za-z]+)")
+_NAMED = re.compile(r"\b(json|csv|markdown)\b", re.IGNORECASE)
 _MARKDOWN_LINE = re.compile(r"^(?:#{1,6} |[-*+] |\d+[.)] |> |\|.*\||```|~~~)", re.MULTILINE)
 _TAGS = {
     "json": OutputFormat.JSON,
@@ -121,29 +122,42 @@ _TAGS = {
 
 
 def detect_format(fragment: str) -> OutputFormat:
-    """Guess the format of a first fragment (``auto``); the guess is then fixed.
+    """Guess the format of a first fragment (``auto``); the guess is then fixed."""
+    return detect(fragment)[0]
 
-    A wrapper (chat prose such as "Here is the JSON you asked for:") is skipped; a fence
-    tag decides; then JSON when the payload opens an object or array that scans;
-    CSV when the first lines split into the same number (>1) of comma-separated fields;
-    Markdown when a line starts like a heading, list, quote, table or fence; else text.
+
+def detect(fragment: str) -> tuple[OutputFormat, str]:
+    """The format of a first fragment, and a doubt ('' when the evidence is clear).
+
+    A wrapper's fence tag or words ("Here is the CSV:", "```json") decide; then JSON when
+    the payload opens an object or array that scans; CSV when two or more complete rows
+    have the same number (>1) of fields; Markdown when a line starts like a heading, list,
+    quote, table or fence; else text. Text is doubted when its first line could be a CSV
+    header that the fragment gave too few rows to prove.
     """
     text, _ = clean_text(fragment)
-    text = text[start_reading(text).splice.prose :] if _FENCE_TAG.match(text) is None else text
-    tag = _FENCE_TAG.match(text)
+    lead = start_reading(text).splice.prose
+    wrapper, text = text[:lead], text[lead:]
+    tag = _FENCE_TAG.search(wrapper) or _FENCE_TAG.match(text)
     if tag is not None and tag.group(1).lower() in _TAGS:
-        return _TAGS[tag.group(1).lower()]
+        return _TAGS[tag.group(1).lower()], ""
+    named = _NAMED.search(wrapper)
+    if named is not None:
+        return _TAGS[named.group(1).lower()], ""
     body, _ = strip_wrapper_fence(text)
     stripped = body.lstrip()
     if stripped[:1] in ("{", "["):
         scan = JsonScanner().feed(stripped)
         if scan.error is None or scan.error.at > 16:
-            return OutputFormat.JSON
+            return OutputFormat.JSON, ""
     if _looks_like_csv(body):
-        return OutputFormat.CSV
+        return OutputFormat.CSV, ""
     if _MARKDOWN_LINE.search(body):
-        return OutputFormat.MARKDOWN
-    return OutputFormat.TEXT
+        return OutputFormat.MARKDOWN, ""
+    first = body.lstrip("\r\n").split("\n", 1)[0]
+    if "," in first and body.count("\n") < 3:
+        return OutputFormat.TEXT, "read as text, but the first line may be a CSV header"
+    return OutputFormat.TEXT, ""
 
 
 def _looks_like_csv(text: str) -> bool:

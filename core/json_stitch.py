@@ -116,9 +116,9 @@ def _elements(scan: JsonScanner) -> Callable[[str, str, str], bool]:
             return False
         body = square.strip()
         before = tail[: len(tail) - len(square)].rstrip()
-        if body.endswith(","):  # "19, " after "[" or ",": elements with their commas
-            return before.endswith((",", "["))
-        return body.startswith(",")  # ", 68, 19" after "19": elements, commas first
+        if body.startswith(","):  # ", 68, 19" after "19": elements, commas first
+            return True
+        return body.endswith(",") and before.endswith((",", "["))  # "19, " after "," or "["
 
     return aligned
 

@@ -129,9 +129,9 @@ def lead_candidates(
         if nl < 0:
             break
         line = fragment[pos : nl + 1]
+        if after_fence or (not line.strip() and not seen):
+            break  # after a fence opener, every line is the document's
         if not line.strip():
-            if not seen or after_fence:
-                break  # after a fence opener, blank lines are the document's
             out.append(Lead(nl + 1, strength, fence, fragment[: nl + 1]))
             pos = nl + 1
             continue

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import replace
 
 from pydantic import BaseModel, ConfigDict
 
@@ -156,6 +157,8 @@ def needs_break(scan: MarkdownScan, text: str) -> bool:
         return _row_complete(scan)
     if _MARKERS_ONLY.fullmatch(scan.partial) or scan.partial[-1] in " \t":
         return False  # a cut after a space is mid-sentence: "founded in " + "2019. It grew"
+    if scan.partial[-1].isalnum() and text[0].isalnum():
+        return False  # mid-token: "1" + "999. It grew" is one number
     match = _BLOCK_START.match(text)
     if match is None:
         return False
@@ -246,6 +249,24 @@ def _first_fence(text: str) -> Callable[[str], Strength]:
     return strength
 
 
+def _fence_at_end(closing: str) -> bool:
+    """Whether a dropped wrapper closer is a bare fence that ends the fragment: in a reply
+    that was cut, it may as well open the document's next code block."""
+    mark = closing.strip()
+    return len(mark) >= 3 and mark == mark[0] * len(mark) and mark[0] in "`~"
+
+
+def _with_doubts(merge: Merge, closing: str) -> Merge:
+    """The merge, doubted when the wrapper's closer it dropped may be the document's."""
+    if not _fence_at_end(closing):
+        return merge
+    doubt = (
+        f"{AMBIGUOUS_END}a bare {closing.strip()} at the very end closes the wrapper, "
+        "or opens a code block the next reply goes on with"
+    )
+    return replace(merge, warnings=(*merge.warnings, doubt), doubts=(*merge.doubts, doubt))
+
+
 def start_markdown(fragment: str) -> tuple[MarkdownScan, Merge]:
     """Clean the first fragment; a wrapper (chat prose, a ```markdown fence) is dropped."""
     text, warnings = clean_text(fragment)
@@ -253,7 +274,7 @@ def start_markdown(fragment: str) -> tuple[MarkdownScan, Merge]:
     scan, append = _close_wrapper(MarkdownScan(), reading.append, reading.fence, line_start=True)
     if not append.strip():
         return MarkdownScan(), Merge.failed(EMPTY, *warnings, *reading.warnings)
-    return scan, finish(reading, append, warnings)
+    return scan, _with_doubts(finish(reading, append, warnings), reading.append[len(append) :])
 
 
 def merge_markdown(scan: MarkdownScan, tail: str, fragment: str) -> tuple[MarkdownScan, Merge]:
@@ -271,15 +292,7 @@ def merge_markdown(scan: MarkdownScan, tail: str, fragment: str) -> tuple[Markdo
     if reading is None:
         return scan, Merge.failed(error, *warnings)
     new, append = _close_wrapper(scan, reading.append, reading.fence, line_start=not scan.partial)
-    merge = finish(reading, append, warnings)
-    closing = reading.append[len(append) :]
-    if closing and not closing.endswith("\n") and closing.strip() == closing.strip()[:1] * 3:
-        doubt = f"{AMBIGUOUS_END}a bare {closing.strip()} at the very end closes the wrapper, "
-        doubt += "or opens a code block the next reply goes on with"
-        merge = Merge(
-            True, merge.append, merge.splice, (*merge.warnings, doubt), None, (*merge.doubts, doubt)
-        )
-    return new, merge
+    return new, _with_doubts(finish(reading, append, warnings), reading.append[len(append) :])
 
 
 def close_markdown(scan: MarkdownScan) -> tuple[int, str]:

@@ -51,6 +51,9 @@ HEAD_CHARS = 1024
 RESTART_MIN = 32
 #: Visible characters from which a repeat cannot be a coincidence (outside periodic text).
 CONFIRM = 8
+#: A square up to this long is looked for, doubled, in the tail's last PERIODIC_WINDOW.
+PERIODIC_SEARCH = 256
+PERIODIC_WINDOW = 8192
 #: Readings checked by the format per fragment (the best and its rivals).
 MAX_EVALS = 24
 #: A format's note that starts so names a doubt (``Merge.doubts``), not just a repair.
@@ -240,6 +243,10 @@ def _periodic(tail: str, square: str) -> bool:
     before = tail[: len(tail) - len(square)]
     if before.endswith(square):
         return True
+    if len(square) <= PERIODIC_SEARCH:
+        window = tail[-PERIODIC_WINDOW:]
+        if square + square in window or window.count(square) >= 3:
+            return True  # the document doubles this text, or keeps using it: it may again
     period = _period(square)
     return period < len(square) and before.endswith(square[-period:])
 

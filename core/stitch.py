@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from core.formats import STITCHERS, ScanState, detect_format
+from core.formats import STITCHERS, ScanState, detect
 from core.json_scan import Carry
 from core.models import OutputFormat
 from core.progress import split_marker
@@ -59,8 +59,11 @@ def stitch(fragments: list[str], fmt: str) -> StitchResult:
                 doubts.append(f"fragment {index + 1}: a blank reply inside a string may be text")
             continue
         if chosen is OutputFormat.AUTO:
-            chosen = detect_format(fragment)
+            chosen, doubt = detect(fragment)
             warnings.append(f"detected format: {chosen.value}")
+            if doubt:
+                warnings.append(f"fragment {index + 1}: {doubt}")
+                doubts.append(f"fragment {index + 1}: {doubt}")
         stitcher = STITCHERS[chosen]
         if scan is None:
             new, merge = stitcher.start(fragment)
