@@ -104,8 +104,9 @@ def is_sign_off(line: str) -> bool:
 
 
 def is_colon_prose(line: str) -> bool:
-    text = line.strip()
-    return 0 < len(text) <= MAX_LEAD_LINE and text[0].isalpha() and text.endswith(":")
+    """A line of prose ending with a colon, starting like a sentence (a capital letter)."""
+    text = line.rstrip()
+    return 0 < len(text) <= MAX_LEAD_LINE and text[0].isupper() and text.endswith(":")
 
 
 def any_fence(info: str) -> Strength:
@@ -140,8 +141,9 @@ def lead_candidates(
         if opened is not None:
             fence = opened[0]
             kind = fence_strength(opened[1])
-            if seen:
-                kind = strength = Strength.STRONG  # prose then a fence: the usual wrapper
+            if seen and Strength.STRONG in (kind, strength):
+                # chat prose then any fence, or prose then a fence the format never holds
+                kind = strength = Strength.STRONG
         elif prose and is_chat(line):
             kind = Strength.STRONG
         elif prose and is_colon_prose(line):

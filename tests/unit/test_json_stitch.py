@@ -209,7 +209,7 @@ def test_a_repeat_made_only_of_indentation_is_no_evidence() -> None:
 
 def test_rest_of_a_cut_literal_is_not_a_prose_line() -> None:
     """ "ull," continues a literal cut after "n": it is content, not a preamble to drop."""
-    first = '{"a": [\n    false,\n    null,\n   '
-    second = "```json\nHere is the continuation:\null,\n    null,\n    null\n  ]\n}\n```"
+    first = '{"a": [\n    false,\n    n'
+    second = "```json\null,\n    null,\n    null\n  ]\n}\n```"
     text, _, errors = stitch_all([first, second])
     assert errors == [None] and value_of(text) == {"a": [False, None, None, None]}
