@@ -165,10 +165,17 @@ def _newlines_at_end(text: str) -> int:
 
 
 def _line_overlaps(tail: str, body: str) -> Iterator[tuple[int, int, int]]:
+    """Line-wise repeats. The tail's last line is matched without its trailing blanks (the
+    fragment's copy of it may have lost them) and those are skipped in the fragment when it
+    has them too; a tail cut between CR and LF counts as ending a line."""
     window = tail[-NORMALIZED_WINDOW:]
-    ntail, tail_ends = _squeeze(window)
+    if window.endswith("\r"):
+        window = window[:-1] + "\n"
+    last = window.rstrip(" \t")
+    blanks = window[len(last) :]
+    ntail, tail_ends = _squeeze(last)
     nbody, ends = _squeeze(body[:NORMALIZED_WINDOW])
-    want = _newlines_at_end(tail)
+    want = _newlines_at_end(window)
     for k in exact_overlaps(ntail, nbody):
         before = len(ntail) - k - 1
         size = len(window) - (tail_ends[before] if before >= 0 else 0)
@@ -178,6 +185,10 @@ def _line_overlaps(tail: str, body: str) -> Iterator[tuple[int, int, int]]:
             breaks = [i for i in range(run_start, end) if body[i] == "\n"]
             if len(breaks) > want:
                 end = breaks[want - 1] + 1
+        elif blanks:
+            if not body.startswith(blanks, end) and body[end : end + 1] not in ("\n", "\r"):
+                continue  # the tail's trailing blanks are text the fragment does not have
+            end += len(blanks) if body.startswith(blanks, end) else 0
         yield end, visible(body[:end]), size
 
 

@@ -86,16 +86,24 @@ def _no_repeat(body: str) -> tuple[int, str]:
 
 
 def whole_lines(tail: str, square: str, rest: str) -> bool:
-    """Whether ``square`` is the tail's last line, whole (a document may repeat a record).
+    """Whether ``square`` is the tail's last line, whole (a document may repeat a record),
+    or a block of lines each of which the document already used.
 
     ``rest`` is what follows the square in the fragment: a cut right at a line's end
     (before its line break) leaves that line complete, and a fragment that starts with it
     and then a line break may be its re-emission or the same line again.
     """
-    if len(square) >= len(tail) or "\n" in square.strip("\r\n"):
-        return False  # a restart, or a block of lines: not one repeated record
+    if len(square) >= len(tail):
+        return False  # the whole document again is a restart, not a repeated record
     starts = tail[-len(square) - 1] == "\n" or square[0] == "\n"
-    return starts and (square.endswith("\n") or rest.startswith(("\n", "\r\n")))
+    if not (starts and (square.endswith("\n") or rest.startswith(("\n", "\r\n")))):
+        return False
+    lines = square.strip("\r\n").split("\n")
+    if len(lines) == 1:
+        return True
+    # A block of lines repeats as a record only where each of its lines is a common one.
+    seen = set(tail[-PERIODIC_WINDOW : len(tail) - len(square)].split("\n"))
+    return all(line in seen for line in lines)
 
 
 def _duplicate_line(tail: str, append: str) -> bool:
@@ -360,7 +368,7 @@ def _plausible(ctx: _Context, best: _Tried, rival: _Tried) -> bool:
     if b.lead.end != r.lead.end:
         low, high = sorted((b.lead.end, r.lead.end))
         if not ctx.fragment[low:high].strip():  # blank lines: the wrapper's, or the text's?
-            return not ctx.tail.endswith(("\n\n", "\n\r\n", " ", "\t"))
+            return not ctx.tail.endswith(("\n\n", "\n\r\n"))
         if b.lead.end > r.lead.end:  # the best drops lines the rival keeps as content
             return b.lead.strength < Strength.STRONG and not b.confirmed
         return True  # the rival drops lines the best keeps: prose or content, either way
