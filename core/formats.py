@@ -118,6 +118,8 @@ _TAGS = {
     "md": OutputFormat.MARKDOWN,
     "text": OutputFormat.TEXT,
     "txt": OutputFormat.TEXT,
+    "plaintext": OutputFormat.TEXT,
+    "plain": OutputFormat.TEXT,
 }
 
 

@@ -38,9 +38,10 @@ _CHAT = re.compile(
     r"[ \t]*(?:\*\*|__)?[ \t]*(?:"
     r"(?:sure|certainly|of course|okay|ok|alright|absolutely|no problem|got it|understood"
     r"|apologies|my apologies|sorry)(?:[ \t]*[!.:\u2014-][ \t]*$|[ \t]*[!,.:\u2014-][ \t]+\S)"
-    r"|here(?:'s|\u2019s| is| are| you go| it is| goes)\b[^\n]*?\b(?:rest|remainder|continu\w*"
-    r"|document|json|csv|file|output|markdown|answer|response"
-    r"|essay|article|story|draft|version|content|code|you asked|requested)\b"
+    r"|here(?:'s|\u2019s| is| are| you go| it is| goes)(?:[ \t]*[!.:]|[ \t]*$"
+    r"|[ \t]+(?:the|a|an|your|my)[ \t]+(?:[\w-]+[ \t]+){0,3}?(?:rest|remainder|continu\w*"
+    r"|document|json|csv|file|output|markdown|answer|response|essay|article|story|draft|version"
+    r"|content|code|notes|asked|requested)\b)"
     r"|continu(?:ing|ed|ation)\b[ \t]*(?:[:.!(\u2014-]|$|from\b|where\b|exactly\b|on\b"
     r"|with (?:the|my)\b|the (?:document|json|csv|table|list|text|data|output|answer)\b)"
     r"|\(continued\)|\[continued\]"
@@ -94,8 +95,8 @@ def fence_of(line: str) -> tuple[str, str] | None:
 
 def is_chat(line: str) -> bool:
     line = line.rstrip("\r\n")
-    if len(line) > MAX_LEAD_LINE or _CONTENT_START.match(line):
-        return False
+    if len(line) > MAX_LEAD_LINE or _CONTENT_START.match(line) or line.count('"') % 2:
+        return False  # an odd quote closes a quoted value: the line is the document's
     return _CHAT.match(line) is not None
 
 
@@ -106,7 +107,9 @@ def is_sign_off(line: str) -> bool:
 def is_colon_prose(line: str) -> bool:
     """A line of prose ending with a colon, starting like a sentence (a capital letter)."""
     text = line.rstrip()
-    return 0 < len(text) <= MAX_LEAD_LINE and text[0].isupper() and text.endswith(":")
+    if not 0 < len(text) <= MAX_LEAD_LINE or text.count('"') % 2:
+        return False
+    return text[0].isupper() and text.endswith(":")
 
 
 def any_fence(info: str) -> Strength:
@@ -141,9 +144,8 @@ def lead_candidates(
         if opened is not None:
             fence = opened[0]
             kind = fence_strength(opened[1])
-            if seen and Strength.STRONG in (kind, strength):
-                # chat prose then any fence, or prose then a fence the format never holds
-                kind = strength = Strength.STRONG
+            if seen and kind is Strength.STRONG:
+                strength = kind  # prose, then a fence the format never holds: a wrapper
         elif prose and is_chat(line):
             kind = Strength.STRONG
         elif prose and is_colon_prose(line):

@@ -46,7 +46,8 @@ _BLOCK_START = re.compile(
     r"#{1,6}(?:[ \t]|$)|[-*+][ \t]|\d{1,9}[.)][ \t]|>|```|~~~|(?:-{3,}|\*{3,}|_{3,})[ \t]*$",
     re.MULTILINE,
 )
-_MARKDOWN_OR_PROSE = re.compile(r"#{1,6} \S|[-*+] \S|\| |> |[A-Z][a-z]+ [a-z]")
+_FENCE_START = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[^\n]*\n", re.MULTILINE)
+_MARKDOWN_OR_PROSE = re.compile(r"#{1,6} \S|[-*+] \S|\| |> |\d{1,4}[.)] |[A-Z][a-z'\u2019-]*(?: |\r?$)")
 _ORDERED = re.compile(r"[ \t]*\d{1,9}[.)][ \t]")
 #: A line holding only block markers has no content yet: what follows continues them.
 _MARKERS_ONLY = re.compile(r"[\s#>*+\-|`~]*")
@@ -239,9 +240,9 @@ def _close_wrapper(
 def _first_fence(text: str) -> Callable[[str], Strength]:
     """At the start of a first reply, a bare fence before prose or Markdown is a wrapper (a
     document seldom opens with a code block; code seldom starts with a capitalised phrase)."""
-    first = text.find("\n") + 1
-    after = text[first : first + LINE_CAP].lstrip("\r\n").split("\n", 1)[0]
-    looks = _MARKDOWN_OR_PROSE.match(after) is not None
+    fence = _FENCE_START.search(text, 0, 4 * LINE_CAP)
+    after = text[fence.end() : fence.end() + LINE_CAP].lstrip("\r\n") if fence else ""
+    looks = _MARKDOWN_OR_PROSE.match(after.split("\n", 1)[0]) is not None
 
     def strength(info: str) -> Strength:
         return Strength.STRONG if looks and not info else wrapper_fence(info)
