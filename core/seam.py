@@ -256,7 +256,7 @@ def _periodic(tail: str, square: str) -> bool:
         if square + square in window or window.count(square) >= 3:
             return True  # the document doubles this text, or keeps using it: it may again
     period = _period(square)
-    return period < len(square) and before.endswith(square[-period:])
+    return period < len(square) and before.endswith(square[:period])
 
 
 def _continues_with(rest: str, square: str) -> bool:
@@ -300,7 +300,8 @@ def _candidates(ctx: _Context, lead: Lead, start: int, notes: tuple[str, ...]) -
         info = visible(square)
         confirmed = not plausible_square(ctx.tail, square, seam, body[k:])
         if weak:  # an unsure preamble needs a long repeat, not the cut line's start again
-            confirmed = confirmed and info >= CONFIRM and not _line_prefix(ctx.tail, square)
+            prefix = _line_prefix(ctx.tail, square) and info < RESTART_MIN
+            confirmed = confirmed and info >= CONFIRM and not prefix
         out.append(_Candidate(lead, start, start + k, info, True, confirmed, notes))
     normalized = normalized_overlaps(ctx.tail, body, lines=seam.lines, in_string=seam.in_string)
     for end, info, size in normalized:
