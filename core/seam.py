@@ -60,6 +60,8 @@ MAX_EVALS = 24
 AMBIGUOUS = "ambiguous "
 #: A doubt about how a fragment *ends*: moot when it is the last (the model stopped).
 AMBIGUOUS_END = "ambiguous end: "
+#: The end doubt of a fragment whose wrapper closed: was the text before it finished?
+END_BREAK = "the line break before the dropped closing text may be the wrapper's, not the text's"
 REPEATED = "fragment repeated already received content"
 EMPTY = "fragment is empty after clean-up"
 NO_SEAM = "no reading of the seam passes the format's checks"
@@ -325,6 +327,7 @@ def _evaluate(ctx: _Context, cand: _Candidate) -> _Tried | None:
     text = ctx.fragment[cand.end :]
     fence = cand.lead.fence or seam.wrapper
     warnings = list(cand.notes)
+    end_doubts: list[str] = []
     if cand.lead.end:
         warnings.append(f"dropped a {cand.lead.end}-character preamble: {cand.lead.text!r:.80}")
     closed = False
@@ -333,11 +336,13 @@ def _evaluate(ctx: _Context, cand: _Candidate) -> _Tried | None:
         if dropped:
             closed = True
             warnings.append(f"dropped the wrapper's closing fence: {dropped.strip()!r:.80}")
+            end_doubts.append(f"{AMBIGUOUS_END}{END_BREAK}")
     if not closed:
         cut = sign_off(text)
         if cut < len(text):
             warnings.append(f"dropped a closing remark: {text[cut:].strip()!r:.80}")
             text = text[:cut]
+            end_doubts.append(f"{AMBIGUOUS_END}{END_BREAK}")
     accepted = seam.accept(text)
     repaired = accepted is None
     if repaired:
@@ -345,7 +350,7 @@ def _evaluate(ctx: _Context, cand: _Candidate) -> _Tried | None:
     if accepted is None:
         return None
     append, note = accepted
-    doubts = (note,) if note.startswith(AMBIGUOUS) else ()
+    doubts = (*((note,) if note.startswith(AMBIGUOUS) else ()), *end_doubts)
     if note:
         warnings.append(note)
     splice = Splice(cand.end - cand.lead.end, cand.lead.end)
