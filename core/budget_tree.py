@@ -112,7 +112,7 @@ def _fail(text: str, pos: int, expected: str) -> ValueError:
     return ValueError(f"not JSON up to the cut: expected {expected} at offset {pos}, got {found}")
 
 
-def _last_leaf_end(text: str) -> int:
+def last_leaf_end(text: str) -> int:
     """End of the last leaf of a complete document: trailing closers are not part of it.
 
     An empty container is a leaf, so stripping stops before a closer whose opener is the
@@ -145,7 +145,7 @@ def parse_cut(text: str) -> CutTree:
     tree = _scan(text)
     if not tree.complete:
         return tree
-    end = _last_leaf_end(text)
+    end = last_leaf_end(text)
     if end == len(text.rstrip(" \t\n\r")):  # a scalar or empty-container root
         return tree
     inner = _scan(text[:end])

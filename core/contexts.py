@@ -1,15 +1,20 @@
 """Seed 000's contexts for a JSON text cut anywhere (step 5 of its loop).
 
 The engine computes the same pieces incrementally from its state; this function gives
-them for a whole cut text, for tools and tests.
+them for a whole cut text, for tools and tests. Like the engine, it renders the budgeted
+context from at most the last :data:`~core.state.TAIL_CHARS` characters (the path above
+them re-opened from the scanner): rendering re-reads its input token by token in Python,
+which a megabyte of JSON would make take seconds.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from core.budget_tree import last_leaf_end
 from core.json_scan import JsonScanner
 from core.prompts import json_prompt_context, overlap_context
+from core.state import TAIL_CHARS
 
 
 @dataclass(frozen=True)
@@ -39,7 +44,19 @@ def json_contexts(text: str, *, budget: int = 2000, overlap_chars: int = 200) ->
     return JsonContexts(
         overlap_context=overlap,
         hierarchy_context=text,
-        hierarchy_context_for_prompt=json_prompt_context(scan, text, budget),
+        hierarchy_context_for_prompt=_prompt_context(scan, text, budget),
         complete_part=complete,
         json_parsing_success=closed is not None,
     )
+
+
+def _prompt_context(scan: JsonScanner, text: str, budget: int) -> str:
+    if len(text) <= TAIL_CHARS:
+        return json_prompt_context(scan, text, budget)
+    if scan.error is not None:  # not JSON up to the cut: nothing to render
+        return text[max(0, len(text) - budget) :]
+    if scan.complete:
+        # Render it as cut at its last leaf (as the renderer does a complete document).
+        text = text[: last_leaf_end(text[: scan.done_at])]
+        scan = JsonScanner().feed(text)
+    return json_prompt_context(scan, text[-TAIL_CHARS:], budget)

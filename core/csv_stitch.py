@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from enum import StrEnum
+from itertools import pairwise
 
 from pydantic import BaseModel, ConfigDict
 
@@ -199,7 +200,24 @@ def _seam(scan: CsvScan, tail: str) -> Seam:
         restart_min=restart,
         wrapper=scan.wrapper,
         aligned=_whole_row,
+        duplicates=_duplicate_row,
     )
+
+
+def _duplicate_row(tail: str, append: str) -> bool:
+    """Whether the row the seam falls in equals the row before or after it."""
+    window = tail[-LOOKAHEAD_CHARS:]
+    start = window.find("\n") + 1 if len(tail) > len(window) else 0
+    text = window[start:] + append[:LOOKAHEAD_CHARS]
+    cut = len(window) - start
+    _, _, rows = scan_rows(CsvMode.ROW_START, 0, text)
+    bounds = [0, *(end for end, _ in rows)]
+    spans = [text[a:b].rstrip("\r\n") for a, b in pairwise(bounds)]
+    at = next((i for i, (a, b) in enumerate(pairwise(bounds)) if a <= cut < b), None)
+    if at is None:
+        return False
+    near = spans[max(0, at - 1) : at + 2]
+    return any(a.strip() and a == b for a, b in pairwise(near))
 
 
 def _whole_row(tail: str, square: str, rest: str) -> bool:

@@ -130,7 +130,7 @@ def json_prompt_context(scan: JsonScanner, tail: str, budget: int) -> str:
     try:
         return render_budgeted(window, budget)
     except ValueError:
-        return window[-budget:]
+        return window[max(0, len(window) - budget) :]  # budget 0: nothing, not all
 
 
 def continuation_messages(

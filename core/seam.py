@@ -108,6 +108,16 @@ def whole_lines(tail: str, square: str, rest: str) -> bool:
     return all(line in seen for line in lines)
 
 
+def _breaks_line(append: str, text: str) -> bool:
+    """Whether the format inserted a line break before ``text`` (a lost one, restored)."""
+    return append.startswith(("\n", "\r\n")) and not text.startswith(("\n", "\r\n"))
+
+
+def _line_prefix(tail: str, square: str) -> bool:
+    """Whether ``square`` is only the start of the tail's unfinished last line."""
+    return "\n" not in square and (len(square) >= len(tail) or tail[-len(square) - 1] == "\n")
+
+
 def _duplicate_line(tail: str, append: str) -> bool:
     """Whether ``tail + append`` holds two equal non-blank lines next to each other at the
     seam: the line the cut is in, and the one before or after it."""
@@ -121,16 +131,6 @@ def _duplicate_line(tail: str, append: str) -> bool:
         a.strip() and a.rstrip("\r") == b.rstrip("\r")
         for a, b in pairwise(neighbours)
     )
-
-
-def _breaks_line(append: str, text: str) -> bool:
-    """Whether the format inserted a line break before ``text`` (a lost one, restored)."""
-    return append.startswith(("\n", "\r\n")) and not text.startswith(("\n", "\r\n"))
-
-
-def _line_prefix(tail: str, square: str) -> bool:
-    """Whether ``square`` is only the start of the tail's unfinished last line."""
-    return "\n" not in square and (len(square) >= len(tail) or tail[-len(square) - 1] == "\n")
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +160,8 @@ class Seam:
     aligned: Callable[[str, str, str], bool] = whole_lines
     #: Whether a square is structure a document cannot hold twice in a row (JSON: a key).
     structural: Callable[[str], bool] = _no_structure
+    #: Whether ``tail + append`` holds two equal records next to each other at the seam.
+    duplicates: Callable[[str, str], bool] = _duplicate_line
     #: Whether a body begins the document again, given the document's head (default: it
     #: starts with ``restart_min`` characters of the head, as they are).
     restarts: Callable[[str, str], bool] | None = None
@@ -264,10 +266,11 @@ def _periodic(tail: str, square: str) -> bool:
 def _continues_with(rest: str, square: str) -> bool:
     """Whether the fragment goes on with the square again (white space aside): the text
     is periodic there, whatever the tail shows so far."""
-    unit = "".join(square.split())
+    period = _period(square)  # a periodic square goes on with its last period
+    unit = "".join(square[len(square) - period :].split())
     if len(unit) < 2:
         return False
-    return "".join(rest[: 2 * len(square) + 64].split()).startswith(unit)
+    return "".join(rest[: 2 * period + 64].split()).startswith(unit)
 
 
 def _period(text: str) -> int:
@@ -385,8 +388,8 @@ def _plausible(ctx: _Context, best: _Tried, rival: _Tried) -> bool:
     shorter = best if b.end == low else rival
     if _line_prefix(ctx.tail, square) and _breaks_line(shorter.append, ctx.fragment[low:]):
         return True  # the reading with a line break inserted has two lines sharing a start
-    if ctx.seam.lines and _duplicate_line(ctx.tail, shorter.append):
-        return True  # the shorter reading repeats a line, as lists and tables do
+    if ctx.seam.lines and ctx.seam.duplicates(ctx.tail, shorter.append):
+        return True  # the shorter reading repeats a line or row, as lists and tables do
     if not (b.exact and r.exact):
         return not (b.confirmed and visible(square) >= CONFIRM)
     return plausible_square(ctx.tail, square, ctx.seam, ctx.fragment[high:])
