@@ -185,10 +185,11 @@ def _line_overlaps(tail: str, body: str) -> Iterator[tuple[int, int, int]]:
             breaks = [i for i in range(run_start, end) if body[i] == "\n"]
             if len(breaks) > want:
                 end = breaks[want - 1] + 1
-        elif blanks:
-            if not body.startswith(blanks, end) and body[end : end + 1] not in ("\n", "\r"):
+        if blanks:
+            if body.startswith(blanks, end):
+                end += len(blanks)
+            elif body[end : end + 1] not in ("\n", "\r"):
                 continue  # the tail's trailing blanks are text the fragment does not have
-            end += len(blanks) if body.startswith(blanks, end) else 0
         yield end, visible(body[:end]), size
 
 

@@ -98,14 +98,19 @@ def whole_lines(tail: str, square: str, rest: str) -> bool:
     if len(square) >= len(tail):
         return False  # the whole document again is a restart, not a repeated record
     starts = tail[-len(square) - 1] == "\n" or square[0] == "\n"
-    if not (starts and (square.endswith("\n") or rest.startswith(("\n", "\r\n")))):
-        return False
-    lines = square.strip("\r\n").split("\n")
-    if len(lines) == 1:
+    ends = square.endswith("\n") or rest.startswith(("\n", "\r\n"))
+    if starts and ends and "\n" not in square.strip("\r\n"):
         return True
-    # A block of lines repeats as a record only where each of its lines is a common one.
-    seen = set(tail[-PERIODIC_WINDOW : len(tail) - len(square)].split("\n"))
-    return all(line in seen for line in lines)
+    if "\n" not in square:
+        return False
+    # Lines: the square doubled repeats, whole, the lines it spans; that is plausible where
+    # each of them is a line the document already used (a small vocabulary of rows).
+    before = tail[: len(tail) - len(square)]
+    lines = square.split("\n")
+    lines[0] = before[before.rfind("\n") + 1 :] + lines[0]
+    lines[-1] += rest.split("\n", 1)[0] if "\n" in rest else "\0"  # an open last line: no
+    seen = set(before[-PERIODIC_WINDOW:].split("\n"))
+    return all(line.rstrip("\r") in seen or line in seen for line in lines if line.strip())
 
 
 def _breaks_line(append: str, text: str) -> bool:
