@@ -36,11 +36,21 @@ _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _NUMBER_PREFIX = re.compile(r"-?(?:0|[1-9][0-9]*)?(?:\.[0-9]*)?(?:[eE][+-]?[0-9]*)?\Z")
 _STRING = r'"[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*"'
 _SCALAR = rf"(?:{_STRING}|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null)"
-# Runs of complete scalar members followed by a comma, matched in one C call. The empty
-# group records where the last scalar ended (Python keeps a repeated group's last match).
-_ARRAY_RUN = re.compile(rf"(?:[ \t\n\r]*{_SCALAR}()[ \t\n\r]*,)*")
-_OBJECT_RUN = re.compile(rf"(?:[ \t\n\r]*{_STRING}[ \t\n\r]*:[ \t\n\r]*{_SCALAR}()[ \t\n\r]*,)*")
+_W = r"[ \t\n\r]*"
+# An object of scalars, the typical record ({"id": 1, "name": "x"}). No array: a closed
+# array may be what ``records`` counts, so arrays are always read one by one.
+_FLAT_OBJECT = (
+    rf"\{{{_W}(?:{_STRING}{_W}:{_W}{_SCALAR}{_W}(?:,{_W}{_STRING}{_W}:{_W}{_SCALAR}{_W})*)?\}}"
+)
+_MEMBER = rf"(?:{_SCALAR}|{_FLAT_OBJECT})"
+# Runs of complete members (scalars or flat objects) followed by a comma, matched by C
+# code. The empty group records where the last member ended (Python keeps a repeated
+# group's last match).
+_ARRAY_RUN = re.compile(rf"(?:{_W}{_MEMBER}(){_W},)*")
+_OBJECT_RUN = re.compile(rf"(?:{_W}{_STRING}{_W}:{_W}{_MEMBER}(){_W},)*")
 _STRINGS = re.compile(_STRING)
+# A flat object once its strings are removed: what to drop to count a run's own commas.
+_FLAT_OBJECTS = re.compile(r"\{[^{}]*\}")
 #: A run is matched in windows of at most this many characters: one match over a very long
 #: run costs more than linear time in the regex engine (it keeps state per repetition of a
 #: capturing group), so "[0,0,0,..." a megabyte long took seconds in one call.
@@ -99,8 +109,8 @@ def _skip_run(pattern: re.Pattern[str], s: str, pos: int, base: int, frame: Fram
         end = m.end()
         if end == pos:
             return pos
-        # Commas outside strings in the run = members completed by it.
-        frame.count += _STRINGS.sub("", s[pos:end]).count(",")
+        # Commas outside strings and flat objects in the run = members completed by it.
+        frame.count += _FLAT_OBJECTS.sub("", _STRINGS.sub("", s[pos:end])).count(",")
         frame.advance_safe(base + m.end(1))
         pos = end
 

@@ -36,7 +36,8 @@ FENCE_LINE = re.compile(r"[ \t]*(?P<fence>`{3,}|~{3,})(?P<info>[^`\n]*)\n")
 #: not "Continuing the work of ...").
 _CHAT = re.compile(
     r"[ \t]*(?:\*\*|__)?[ \t]*(?:"
-    r"(?:sure|certainly|of course|okay|ok|alright|absolutely|no problem|got it|understood"
+    r"(?:sure(?: thing)?|certainly|of course|okay|ok|alright|absolutely|no problem|got it"
+    r"|understood"
     r"|apologies|my apologies|sorry)(?:[ \t]*[!.:\u2014-][ \t]*$|[ \t]*[!,.:\u2014-][ \t]+\S)"
     r"|here(?:'s|\u2019s| is| are| you go| it is| goes)(?:[ \t]*[!.:]|[ \t]*$"
     r"|[ \t]+(?:the|a|an|your|my)[ \t]+(?:[\w-]+[ \t]+){0,3}?(?:rest|remainder|continu\w*"

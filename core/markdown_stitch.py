@@ -47,7 +47,9 @@ _BLOCK_START = re.compile(
     re.MULTILINE,
 )
 _FENCE_START = re.compile(r"^[ \t]*(?:`{3,}|~{3,})[^\n]*\n", re.MULTILINE)
-_MARKDOWN_OR_PROSE = re.compile(r"#{1,6} \S|[-*+] \S|\| |> |\d{1,4}[.)] |[A-Z][a-z'\u2019-]*(?: |\r?$)")
+_MARKDOWN_OR_PROSE = re.compile(
+    r"#{1,6} \S|[-*+] \S|\| |> |\d{1,4}[.)] |[A-Z][a-z'\u2019-]*(?: |\r?$)"
+)
 _ORDERED = re.compile(r"[ \t]*\d{1,9}[.)][ \t]")
 #: A line holding only block markers has no content yet: what follows continues them.
 _MARKERS_ONLY = re.compile(r"[\s#>*+\-|`~]*")
@@ -158,8 +160,8 @@ def needs_break(scan: MarkdownScan, text: str) -> bool:
         return _row_complete(scan)
     if _MARKERS_ONLY.fullmatch(scan.partial) or scan.partial[-1] in " \t":
         return False  # a cut after a space is mid-sentence: "founded in " + "2019. It grew"
-    if scan.partial[-1].isalnum() and text[0].isalnum():
-        return False  # mid-token: "1" + "999. It grew" is one number
+    if scan.partial[-1].isdigit() and text[0].isdigit():
+        return False  # mid-number: "1" + "999. It grew" is one number
     match = _BLOCK_START.match(text)
     if match is None:
         return False

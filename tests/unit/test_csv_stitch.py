@@ -13,7 +13,7 @@ import pytest
 
 from core.csv_stitch import CsvMode, CsvScan, close_csv, merge_csv, scan_rows, start_csv
 from core.merge import Merge
-from core.seam import REPEATED
+from core.seam import AMBIGUOUS_END, REPEATED
 
 TAIL = 65536
 
@@ -203,10 +203,12 @@ False,
 )
 def test_overlaps_are_removed_once(fragments: list[str], expected: str, doubt: bool) -> None:
     """Repeats go once. A repeat that could also be the document's own rows (a whole row, or
-    a cut row re-emitted while it already had every field) is taken and doubted."""
+    a cut row re-emitted while it already had every field) is taken and doubted. (A closed
+    wrapper's end doubt, moot for a last reply, is not what this pins down.)"""
     text, _, merges = stitch(*fragments)
     assert text == expected
-    assert bool(merges[-1].doubts) is doubt
+    seam_doubts = [d for d in merges[-1].doubts if not d.startswith(AMBIGUOUS_END)]
+    assert bool(seam_doubts) is doubt
 
 
 @pytest.mark.parametrize(
