@@ -159,6 +159,8 @@ def detect(fragment: str) -> tuple[OutputFormat, str]:
     first = body.lstrip("\r\n").split("\n", 1)[0]
     if "," in first and body.count("\n") < 3:
         return OutputFormat.TEXT, "read as text, but the first line may be a CSV header"
+    if body.strip().count("\n") < 1:
+        return OutputFormat.TEXT, "read as text from less than two lines"
     return OutputFormat.TEXT, ""
 
 

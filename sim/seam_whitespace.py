@@ -41,7 +41,7 @@ def whitespace_reply(doc: str, cut: int, end: int, fmt: str, rng: random.Random)
         variants.append("strip_trailing")
     if "\n\n" in tail[1:]:
         variants.append("blank_dropped")
-    if "\n" in tail.strip("\n"):
+    if "\n" in tail.strip("\r\n"):
         variants.append("blank_added")
     variant = rng.choice(variants or ["fence_blank"])
     if variant == "fence_blank":
