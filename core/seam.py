@@ -315,8 +315,8 @@ def _candidates(ctx: _Context, lead: Lead, start: int, notes: tuple[str, ...]) -
         out.append(_Candidate(lead, start, start + k, info, True, confirmed, notes))
     normalized = normalized_overlaps(ctx.tail, body, lines=seam.lines, in_string=seam.in_string)
     for end, info, size in normalized:
-        if info < 2:
-            continue  # one character matched modulo white space says nothing
+        if info < 2 and "\n" not in body[:end]:
+            continue  # one character matched modulo white space, within a line, says nothing
         confirmed = not plausible_square(ctx.tail, ctx.tail[-size:], seam, body[end:])
         out.append(_Candidate(lead, start, start + end, info, False, confirmed, notes))
     return out
