@@ -195,7 +195,7 @@ class _Candidate:
     notes: tuple[str, ...] = ()
 
     def key(self) -> tuple[int, int, int, int, int]:
-        """Rank: a confirmed repeat, then a sure wrapper, then size, then exact.
+        """Rank: a confirmed repeat (the longest first), then a sure wrapper, then size.
 
         Of two sure wrappers the longer is taken (prose, then its fence opener); of two
         unsure ones the shorter. A coincidence of 1-2 visible characters ranks below no
@@ -204,9 +204,11 @@ class _Candidate:
         """
         strength = self.lead.strength
         lead = {Strength.STRONG: 2, Strength.NONE: 1, Strength.WEAK: 0}[strength]
-        size = self.info if self.confirmed or self.info >= 3 else -self.info
         span = self.lead.end if strength is Strength.STRONG else -self.lead.end
-        return (self.confirmed, lead, size, self.exact, span)
+        if self.confirmed:  # the longer proof wins, whatever was dropped before it
+            return (1, self.info, lead, self.exact, span)
+        size = self.info if self.info >= 3 else -self.info
+        return (0, lead, size, self.exact, span)
 
 
 @dataclass(slots=True)
