@@ -220,9 +220,22 @@ def _duplicate_row(tail: str, append: str) -> bool:
     return any(a.strip() and a == b for a, b in pairwise(near))
 
 
+_FIELD = re.compile(r'"(?:[^"]|"")*"|[^,\r\n]+')
+
+
+def _common_fields(tail: str, square: str) -> bool:
+    """Whether a square spanning fields is made only of values the data already used."""
+    if not any(c in square for c in ",\n"):
+        return False
+    before = tail[-LOOKAHEAD_CHARS : len(tail) - len(square)]
+    seen = set(_FIELD.findall(before))
+    return all(value in seen for value in _FIELD.findall(square)[1:-1]) and len(seen) > 0
+
+
 def _whole_row(tail: str, square: str, rest: str) -> bool:
-    """Whether ``square`` is one whole row (quoted line breaks included): data repeats rows."""
-    if whole_lines(tail, square, rest):
+    """Whether ``square`` is one whole row (quoted line breaks included), or fields the data
+    keeps using (a small vocabulary of values recombines into new rows): data repeats."""
+    if whole_lines(tail, square, rest) or _common_fields(tail, square):
         return True
     if len(square) >= len(tail) or tail[-len(square) - 1] != "\n":
         return False

@@ -67,8 +67,15 @@ def merge_json(
         scanned[kept] = new
         return kept, "; ".join(more)
 
+    def repair(candidate: str) -> tuple[str, str] | None:
+        fixed = _without_trailing_commas(scan, candidate)
+        if fixed is None or (accepted := accept(fixed)) is None:
+            return None
+        return accepted[0], "; ".join(filter(None, ("removed a trailing comma", accepted[1])))
+
     seam = Seam(
         accept=accept,
+        repair=repair,
         lines=False,
         in_string=scan.carry_kind is Carry.STRING,
         aligned=_elements(scan),
@@ -94,6 +101,28 @@ def merge_json(
         warnings=(*warnings, *reading.warnings),
         doubts=reading.doubts,
     )
+
+
+#: Trailing commas removed from one reading at most (a slip, not a style).
+MAX_COMMA_FIXES = 8
+_TRAILING_COMMA = re.compile(r",(\s*)\Z")
+
+
+def _without_trailing_commas(scan: JsonScanner, text: str) -> str | None:
+    """``text`` with each comma that the scanner finds right before a closing bracket
+    removed (``[1, 2,]``), or None when the text fails for another reason."""
+    for _ in range(MAX_COMMA_FIXES):
+        err = scan.copy().feed(text).error
+        if err is None:
+            return text
+        at = err.at - scan.length
+        if not 0 <= at < len(text) or text[at] not in "]}":
+            return None
+        comma = _TRAILING_COMMA.search(text, 0, at)
+        if comma is None:
+            return None
+        text = text[: comma.start()] + comma.group(1) + text[at:]
+    return None
 
 
 def _structure(square: str) -> bool:

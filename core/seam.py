@@ -464,8 +464,13 @@ def plan_seam(
             reading = Reading(Splice(restarted[1], lead.end), "", "", warnings[: bool(lead.end)])
             return reading, REPEATED
         return None, REPEATED if restarted else NO_SEAM
-    # A reading valid as it stands beats one the format had to repair; both are weighed.
-    best = next((t for t in tried if not t.repaired), tried[0])
+    # A reading valid as it stands beats one the format had to repair, unless the repaired
+    # one has the better proof (a confirmed repeat); both are weighed.
+    best = tried[0]
+    if best.repaired:
+        best = next(
+            (t for t in tried if not t.repaired and t.cand.confirmed >= best.cand.confirmed), best
+        )
     rivals = [t for t in tried if t is not best]
     doubts = [
         f"ambiguous seam: read {_describe(best)}; {_describe(rival)} would give another document"
