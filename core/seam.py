@@ -244,6 +244,11 @@ def plausible_square(tail: str, square: str, seam: Seam, rest: str = "") -> bool
         return False
     if _periodic(tail, square) or _continues_with(rest, square):
         return True
+    if not seam.lines and not seam.in_string:  # JSON: white space is no part of the period
+        compact = "".join(square.split())
+        window = "".join(tail[-PERIODIC_WINDOW:].split())
+        if compact and _periodic(window, compact):
+            return True
     if seam.aligned(tail, square, rest):
         return True
     if visible(square) >= CONFIRM or seam.structural(square):
