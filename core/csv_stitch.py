@@ -220,16 +220,17 @@ def _duplicate_row(tail: str, append: str) -> bool:
     return any(a.strip() and a == b for a, b in pairwise(near))
 
 
-_FIELD = re.compile(r'"(?:[^"]|"")*"|[^,\r\n]+')
+_VALUE_BREAK = re.compile(r'[,"\r\n]+')
 
 
 def _common_fields(tail: str, square: str) -> bool:
-    """Whether a square spanning fields is made only of values the data already used."""
+    """Whether a square spanning fields is made only of values the data used before it."""
     if not any(c in square for c in ",\n"):
         return False
     before = tail[-LOOKAHEAD_CHARS : len(tail) - len(square)]
-    seen = set(_FIELD.findall(before))
-    return all(value in seen for value in _FIELD.findall(square)[1:-1]) and len(seen) > 0
+    seen = set(_VALUE_BREAK.split(before))
+    values = [value for value in _VALUE_BREAK.split(square) if value]
+    return bool(values) and all(value in seen for value in values)
 
 
 def _whole_row(tail: str, square: str, rest: str) -> bool:

@@ -5,8 +5,8 @@ exactly where the previous chunk stopped: the open containers (with the offset j
 their last complete member), the parse phase, and a partial token carried over the cut.
 Feeding a chunk costs O(len(chunk)): nothing before the cut is read again. Complete
 nested values are validated and skipped by the C scanner of the standard library, and
-runs of scalar members by one regular expression, so the Python loop only runs for the
-containers that stay open.
+runs of scalar members (and of flat objects) by one regular expression, so the Python loop
+only runs for the containers that stay open.
 
 Nesting is read without recursion: the scanner's own frames are a list, and a nested value
 too deep for the C scanner (whose recursion is bounded by the interpreter's recursion limit)
@@ -97,7 +97,8 @@ _SCAN_ONCE = _DECODER.scan_once  # type: ignore[attr-defined]  # set by JSONDeco
 
 
 def _skip_run(pattern: re.Pattern[str], s: str, pos: int, base: int, frame: Frame) -> int:
-    """Skip the run of complete scalar members (each followed by its comma) at ``pos``.
+    """Skip the run of complete members (scalars and flat objects, each followed by its
+    comma) at ``pos``.
 
     They are counted into ``frame``; returns the position after the run (``pos`` if there
     is none). Windows of :data:`_RUN_WINDOW` characters keep each regex call short; a

@@ -322,7 +322,7 @@ def _candidates(ctx: _Context, lead: Lead, start: int, notes: tuple[str, ...]) -
         out.append(_Candidate(lead, start, start + k, info, True, confirmed, notes))
     normalized = normalized_overlaps(ctx.tail, body, lines=seam.lines, in_string=seam.in_string)
     for end, info, size in normalized:
-        if info < 2 and "\n" not in body[:end]:
+        if info < 2 and seam.lines and "\n" not in body[:end]:
             continue  # one character matched modulo white space, within a line, says nothing
         confirmed = not plausible_square(ctx.tail, ctx.tail[-size:], seam, body[end:])
         out.append(_Candidate(lead, start, start + end, info, False, confirmed, notes))
@@ -389,7 +389,8 @@ def _plausible(ctx: _Context, best: _Tried, rival: _Tried) -> bool:
     if b.lead.end != r.lead.end:
         low, high = sorted((b.lead.end, r.lead.end))
         if not ctx.fragment[low:high].strip():  # blank lines: the wrapper's, or the text's?
-            return not ctx.tail.endswith(("\n\n", "\n\r\n"))
+            run = ctx.tail[len(ctx.tail.rstrip()) :].count("\n")
+            return run != 2  # a paragraph break is there already, unless blank lines go on
         if b.lead.end > r.lead.end:  # the best drops lines the rival keeps as content
             return b.lead.strength < Strength.STRONG and not b.confirmed
         return True  # the rival drops lines the best keeps: prose or content, either way
