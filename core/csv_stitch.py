@@ -220,6 +220,8 @@ def _duplicate_row(tail: str, append: str) -> bool:
     return any(a.strip() and a == b for a, b in pairwise(near))
 
 
+#: Distinct values under which a column's data counts as a small vocabulary.
+SMALL_VOCABULARY = 12
 _VALUE_BREAK = re.compile(r'[,"\r\n]+')
 
 
@@ -228,9 +230,14 @@ def _common_fields(tail: str, square: str) -> bool:
     if not any(c in square for c in ",\n"):
         return False
     before = tail[-LOOKAHEAD_CHARS : len(tail) - len(square)]
-    seen = set(_VALUE_BREAK.split(before))
+    used = _VALUE_BREAK.split(before)
+    seen = set(used)
+    # A small vocabulary (yes/no/agree answers) recombines freely, parts of values included.
+    small = len(seen) <= SMALL_VOCABULARY and len(used) >= 2 * len(seen)
     values = [value for value in _VALUE_BREAK.split(square) if value]
-    return bool(values) and all(value in seen for value in values)
+    return bool(values) and all(
+        value in seen or (small and any(value in known for known in seen)) for value in values
+    )
 
 
 def _whole_row(tail: str, square: str, rest: str) -> bool:

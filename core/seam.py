@@ -54,6 +54,8 @@ CONFIRM = 8
 #: A square up to this long is looked for, doubled, in the tail's last PERIODIC_WINDOW.
 PERIODIC_SEARCH = 256
 PERIODIC_WINDOW = 8192
+#: Whole lines up to this many, repeated, make a record a document may hold twice.
+RECORD_LINES = 3
 #: Readings checked by the format per fragment (the best and its rivals).
 MAX_EVALS = 24
 #: A format's note that starts so names a doubt (``Merge.doubts``), not just a repair.
@@ -99,8 +101,8 @@ def whole_lines(tail: str, square: str, rest: str) -> bool:
         return False  # the whole document again is a restart, not a repeated record
     starts = tail[-len(square) - 1] == "\n" or square[0] == "\n"
     ends = square.endswith("\n") or rest.startswith(("\n", "\r\n"))
-    if starts and ends and "\n" not in square.strip("\r\n"):
-        return True
+    if starts and ends and square.strip("\r\n").count("\n") < RECORD_LINES:
+        return True  # a line, a table row, a short code block: records a document repeats
     if "\n" not in square:
         return False
     # Lines: the square doubled repeats, whole, the lines it spans; that is plausible where
