@@ -12,6 +12,7 @@ inside a quoted field continues correctly and a merge costs O(fragment).
 
 from __future__ import annotations
 
+import math
 import re
 from enum import StrEnum
 from itertools import pairwise
@@ -25,6 +26,7 @@ from core.seam import (
     AMBIGUOUS,
     EMPTY,
     RESTART_MIN,
+    SURPRISE_BITS,
     Accept,
     Seam,
     finish,
@@ -235,7 +237,9 @@ def _common_fields(tail: str, square: str) -> bool:
     # A small vocabulary (yes/no/agree answers) recombines freely, parts of values included.
     small = len(seen) <= SMALL_VOCABULARY and len(used) >= 2 * len(seen)
     values = [value for value in _VALUE_BREAK.split(square) if value]
-    return bool(values) and all(
+    if not values or len(values) * math.log2(max(2, len(seen))) > SURPRISE_BITS:
+        return False  # that many values in that order: a coincidence too unlikely
+    return all(
         value in seen or (small and any(value in known for known in seen)) for value in values
     )
 

@@ -27,6 +27,7 @@ merge is O(fragment) whatever the periodicity of the text.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
@@ -54,6 +55,9 @@ CONFIRM = 8
 #: A square up to this long is looked for, doubled, in the tail's last PERIODIC_WINDOW.
 PERIODIC_SEARCH = 256
 PERIODIC_WINDOW = 8192
+#: A recombination of known records or values is a plausible coincidence up to this many
+#: bits of surprise (one in 65,536).
+SURPRISE_BITS = 16
 #: Whole lines up to this many, repeated, make a record a document may hold twice.
 RECORD_LINES = 3
 #: Readings checked by the format per fragment (the best and its rivals).
@@ -112,6 +116,8 @@ def whole_lines(tail: str, square: str, rest: str) -> bool:
     lines[0] = before[before.rfind("\n") + 1 :] + lines[0]
     lines[-1] += rest.split("\n", 1)[0] if "\n" in rest else "\0"  # an open last line: no
     seen = set(before[-PERIODIC_WINDOW:].split("\n"))
+    if len(lines) * math.log2(max(2, len(seen))) > SURPRISE_BITS:
+        return False  # that many lines in that order: a coincidence too unlikely
     return all(line.rstrip("\r") in seen or line in seen for line in lines if line.strip())
 
 
