@@ -228,11 +228,11 @@ _VALUE_BREAK = re.compile(r'[,"\r\n]+')
 
 
 def _common_fields(tail: str, square: str) -> bool:
-    """Whether a square spanning fields is made only of values the data used before it."""
+    """Whether a square spanning fields is made only of values the data uses, few enough
+    (in bits) that their coming round again in that order is no rare coincidence."""
     if not any(c in square for c in ",\n"):
         return False
-    before = tail[-LOOKAHEAD_CHARS : len(tail) - len(square)]
-    used = _VALUE_BREAK.split(before)
+    used = _VALUE_BREAK.split(tail[-LOOKAHEAD_CHARS:])
     seen = set(used)
     # A small vocabulary (yes/no/agree answers) recombines freely, parts of values included.
     small = len(seen) <= SMALL_VOCABULARY and len(used) >= 2 * len(seen)

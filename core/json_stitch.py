@@ -12,6 +12,7 @@ are the same document), and whole array elements are data a document may repeat.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 
@@ -19,7 +20,7 @@ from core.extraction import clean_text, find_json_start
 from core.json_scan import Carry, JsonScanner
 from core.merge import Merge
 from core.overlap import MIN_OVERLAP, Splice
-from core.seam import REPEATED, Seam, plan_seam
+from core.seam import REPEATED, SURPRISE_BITS, Seam, plan_seam
 
 _FENCE_AT = re.compile(r"\s*(```|~~~)[^\n]*(?:\n\s*)?\Z")
 _NON_WS = re.compile(r"\S+")
@@ -125,6 +126,21 @@ def _without_trailing_commas(scan: JsonScanner, text: str) -> str | None:
     return None
 
 
+_SCALAR_BREAK = re.compile(r"[,\s]+")
+
+
+def _scalar_run(tail: str, square: str) -> bool:
+    """Whether a square is a few scalars of the open array, each one the data uses (ends
+    may be parts of one): ``998, 72, 1`` in ``[1998, 72, 1998, 72, 1...``."""
+    if any(c in square for c in '{}[]:"') or "," not in square:
+        return False
+    seen = set(_SCALAR_BREAK.split(tail[-8192:]))
+    values = [value for value in _SCALAR_BREAK.split(square) if value]
+    if not values or len(values) * math.log2(max(2, len(seen))) > SURPRISE_BITS:
+        return False
+    return all(value in seen or any(value in known for known in seen) for value in values)
+
+
 def _structure(square: str) -> bool:
     """A square holding a key or a bracket: JSON that cannot follow itself (``"id": "id":``)."""
     return any(char in square for char in '{}[]:"') and len(square.strip()) >= 3
@@ -139,6 +155,8 @@ def _elements(scan: JsonScanner) -> Callable[[str, str, str], bool]:
     in_array = bool(scan.frames) and scan.frames[-1].kind == "["
 
     def aligned(tail: str, square: str, rest: str) -> bool:
+        if in_array and _scalar_run(tail, square):
+            return True
         # Scalars repeat in data ([0, 0], ["a", "a"]); a whole object twice in a row is
         # taken for data only where the tail already shows it (periodic, in core.seam).
         if not in_array or any(c in square for c in "{[]}"):

@@ -67,6 +67,7 @@ class MarkdownScan(BaseModel):
     last_line: str = ""  # the last complete line: the header when a separator follows
     fence: str = ""  # marker of the open code fence (```, ~~~~, …), '' outside code
     wrapper: str = ""  # the fence a wrapper opened and did not close yet
+    shared: int = 0  # the last merge kept a closer that could end the wrapper or a code block
     table: str = ""  # header row + "\n" + separator row of the open table, '' outside one
 
 
@@ -235,7 +236,7 @@ def _close_wrapper(
         return inner.model_copy(update={"wrapper": fence}), kept
     mark = closing.strip().split("\n", 1)[0].strip()
     if inner.fence and _closes(mark, inner.fence) and len(fence) <= len(inner.fence):
-        return _advance(inner, closing).model_copy(update={"wrapper": fence}), text
+        return _advance(inner, closing).model_copy(update={"wrapper": fence, "shared": 1}), text
     return inner.model_copy(update={"wrapper": ""}), kept
 
 
@@ -259,8 +260,12 @@ def _fence_at_end(closing: str) -> bool:
     return len(mark) >= 3 and mark == mark[0] * len(mark) and mark[0] in "`~"
 
 
-def _with_doubts(merge: Merge, closing: str) -> Merge:
-    """The merge, doubted when the wrapper's closer it dropped may be the document's."""
+def _with_doubts(merge: Merge, closing: str, scan: MarkdownScan) -> Merge:
+    """The merge, doubted when the wrapper's closer it dropped may be the document's, or
+    the document's closer it kept may be the wrapper's."""
+    if scan.shared:
+        doubt = "ambiguous fence: a closing fence ends the wrapper or the document's code block"
+        merge = replace(merge, warnings=(*merge.warnings, doubt), doubts=(*merge.doubts, doubt))
     if not _fence_at_end(closing):
         return merge
     doubt = (
@@ -277,7 +282,10 @@ def start_markdown(fragment: str) -> tuple[MarkdownScan, Merge]:
     scan, append = _close_wrapper(MarkdownScan(), reading.append, reading.fence, line_start=True)
     if not append.strip():
         return MarkdownScan(), Merge.failed(EMPTY, *warnings, *reading.warnings)
-    return scan, _with_doubts(finish(reading, append, warnings), reading.append[len(append) :])
+    closing = reading.append[len(append) :]
+    return scan.model_copy(update={"shared": 0}), _with_doubts(
+        finish(reading, append, warnings), closing, scan
+    )
 
 
 def merge_markdown(scan: MarkdownScan, tail: str, fragment: str) -> tuple[MarkdownScan, Merge]:
@@ -295,7 +303,10 @@ def merge_markdown(scan: MarkdownScan, tail: str, fragment: str) -> tuple[Markdo
     if reading is None:
         return scan, Merge.failed(error, *warnings)
     new, append = _close_wrapper(scan, reading.append, reading.fence, line_start=not scan.partial)
-    return new, _with_doubts(finish(reading, append, warnings), reading.append[len(append) :])
+    closing = reading.append[len(append) :]
+    return new.model_copy(update={"shared": 0}), _with_doubts(
+        finish(reading, append, warnings), closing, new
+    )
 
 
 def close_markdown(scan: MarkdownScan) -> tuple[int, str]:

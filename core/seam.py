@@ -105,8 +105,13 @@ def whole_lines(tail: str, square: str, rest: str) -> bool:
         return False  # the whole document again is a restart, not a repeated record
     starts = tail[-len(square) - 1] == "\n" or square[0] == "\n"
     ends = square.endswith("\n") or rest.startswith(("\n", "\r\n"))
-    if starts and ends and square.strip("\r\n").count("\n") < RECORD_LINES:
-        return True  # a line, a table row, a short code block: records a document repeats
+    record = square.strip("\r\n")
+    if starts and ends and record.count("\n") < RECORD_LINES:
+        # A line, a table row, a short code block: a record a document may repeat, where
+        # it is short or the document used it before (a fresh sentence twice is no text).
+        before = tail[-PERIODIC_WINDOW : len(tail) - len(square)]
+        if visible(record) < CONFIRM or record in before:
+            return True
     if "\n" not in square:
         return False
     # Lines: the square doubled repeats, whole, the lines it spans; that is plausible where
@@ -401,7 +406,9 @@ def _plausible(ctx: _Context, best: _Tried, rival: _Tried) -> bool:
             return run != 2  # a paragraph break is there already, unless blank lines go on
         if b.lead.end > r.lead.end:  # the best drops lines the rival keeps as content
             return b.lead.strength < Strength.STRONG and not b.confirmed
-        return True  # the rival drops lines the best keeps: prose or content, either way
+        # The rival drops lines the best keeps: prose or content, unless the best proved
+        # them a repeat of the received text (then they are no preamble).
+        return r.lead.strength is Strength.STRONG or not b.confirmed
     if b.start != r.start:
         return not b.confirmed
     low, high = sorted((b.end, r.end))
