@@ -228,15 +228,16 @@ _VALUE_BREAK = re.compile(r'[,"\r\n]+')
 
 
 def _common_fields(tail: str, square: str) -> bool:
-    """Whether a square spanning fields is made only of values the data uses, few enough
-    (in bits) that their coming round again in that order is no rare coincidence."""
+    """Whether a square spanning fields is made only of values the data used before it, few
+    enough (in bits) that their coming round again in that order is no rare coincidence."""
     if not any(c in square for c in ",\n"):
         return False
-    used = _VALUE_BREAK.split(tail[-LOOKAHEAD_CHARS:])
+    used = _VALUE_BREAK.split(tail[-LOOKAHEAD_CHARS : len(tail) - len(square)])
     seen = set(used)
     # A small vocabulary (yes/no/agree answers) recombines freely, parts of values included.
     small = len(seen) <= SMALL_VOCABULARY and len(used) >= 2 * len(seen)
-    values = [value for value in _VALUE_BREAK.split(square) if value]
+    # The last value is the cut field itself: the document holds it whichever the reading.
+    values = [value for value in _VALUE_BREAK.split(square)[:-1] if value]
     if not values or len(values) * math.log2(max(2, len(seen))) > SURPRISE_BITS:
         return False  # that many values in that order: a coincidence too unlikely
     return all(

@@ -142,8 +142,9 @@ def _scalar_run(tail: str, square: str) -> bool:
 
 
 def _structure(square: str) -> bool:
-    """A square holding a key or a bracket: JSON that cannot follow itself (``"id": "id":``)."""
-    return any(char in square for char in '{}[]:"') and len(square.strip()) >= 3
+    """A square holding object structure (a key, a brace): JSON that cannot follow itself
+    (``"id": "id":``). Arrays of scalars can (``[0, [0, ``: a matrix)."""
+    return any(char in square for char in "{}:") and len(square.strip()) >= 3
 
 
 def _never(square: str) -> bool:

@@ -58,6 +58,8 @@ PERIODIC_WINDOW = 8192
 #: A recombination of known records or values is a plausible coincidence up to this many
 #: bits of surprise (one in 65,536).
 SURPRISE_BITS = 16
+#: A line this short (visible characters) recurs in documents: a note, a label, a row.
+RECORD_VISIBLE = 48
 #: Whole lines up to this many, repeated, make a record a document may hold twice.
 RECORD_LINES = 3
 #: Readings checked by the format per fragment (the best and its rivals).
@@ -110,7 +112,7 @@ def whole_lines(tail: str, square: str, rest: str) -> bool:
         # A line, a table row, a short code block: a record a document may repeat, where
         # it is short or the document used it before (a fresh sentence twice is no text).
         before = tail[-PERIODIC_WINDOW : len(tail) - len(square)]
-        if visible(record) < CONFIRM or record in before:
+        if visible(record) < RECORD_VISIBLE or record in before:
             return True
     if "\n" not in square:
         return False
@@ -138,15 +140,19 @@ def _line_prefix(tail: str, square: str) -> bool:
 
 def _duplicate_line(tail: str, append: str) -> bool:
     """Whether ``tail + append`` holds two equal non-blank lines next to each other at the
-    seam: the line the cut is in, and the one before or after it."""
+    seam (the line the cut is in, and the one before or after it), lines a document may
+    repeat: short ones, or ones it used before."""
     before = tail[-4 * 1024 :].split("\n")
     after = append[: 4 * 1024].split("\n")
     cut_line = before[-1] + after[0]
     lines = [*before[-3:-1], cut_line, *after[1:3]]
     at = len(before[-3:-1])
     neighbours = lines[max(0, at - 1) : at + 2]
+    earlier = "\n".join(before[:-3])  # the lines before the ones compared
     return any(
-        a.strip() and a.rstrip("\r") == b.rstrip("\r")
+        a.strip()
+        and a.rstrip("\r") == b.rstrip("\r")
+        and (visible(a) < RECORD_VISIBLE or a.rstrip("\r") in earlier)
         for a, b in pairwise(neighbours)
     )
 
@@ -418,9 +424,9 @@ def _plausible(ctx: _Context, best: _Tried, rival: _Tried) -> bool:
         return True  # the reading with a line break inserted has two lines sharing a start
     if ctx.seam.lines and ctx.seam.duplicates(ctx.tail, shorter.append):
         return True  # the shorter reading repeats a line or row, as lists and tables do
-    if not (b.exact and r.exact):
-        return not (b.confirmed and visible(square) >= CONFIRM)
-    return plausible_square(ctx.tail, square, ctx.seam, ctx.fragment[high:])
+    if plausible_square(ctx.tail, square, ctx.seam, ctx.fragment[high:]):
+        return True
+    return not (b.exact and r.exact) and not (b.confirmed and visible(square) >= CONFIRM)
 
 
 def _describe(tried: _Tried) -> str:

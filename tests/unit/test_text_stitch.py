@@ -138,12 +138,22 @@ def test_short_overlap(fragments: list[str], expected: str, doubt: bool) -> None
 
 
 def test_a_repeated_whole_line_is_dropped_and_doubted() -> None:
-    """A line repeated at a line's end is the usual repeat, but documents repeat lines too."""
+    """A short line repeated at a line's end is the usual repeat, but documents repeat
+    short lines (notes, labels, rows) too: taken and doubted."""
     text, _, merges = stitch(
         "Line one\nLine two of it\n", "Line two of it \r\nLine three\n"
     )
     assert text == "Line one\nLine two of it\nLine three\n"
     assert merges[-1].doubts
+
+
+def test_a_long_fresh_sentence_repeated_whole_is_a_repeat() -> None:
+    """A long sentence the document never used before does not come twice in a row: its
+    repeat at a line's end is proof enough, no doubt."""
+    line = "The committee met in Oslo and agreed on the budget for the next two years.\n"
+    text, _, merges = stitch("Intro.\n" + line, line + "Next.\n")
+    assert text == "Intro.\n" + line + "Next.\n"
+    assert not merges[-1].doubts
 
 
 DOC = "Once upon a time there was a kingdom by the sea. It was"
