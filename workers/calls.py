@@ -98,13 +98,16 @@ def call_model(
         try:
             return s, call_with_retries(provider, request, sleep=sleep, rng=rng)
         except PrefillUnsupported as exc:
+            # The model (or the server's chat template) cannot continue an open assistant
+            # message: the same profile is called again at once with the plain
+            # continuation turn (repeat + overlap merging), and for the rest of the job.
             s.prefill = False
-            s.metadata.warn(f"{name}: {exc}; continuing without assistant prefill")
+            s.metadata.warn(f"{_named(name, exc)}; continuing without assistant prefill")
         except PreviousResponseNotFound as exc:
             # The provider forgot the conversation (expired, or another account): the
             # continuation prompt carries the context, so go on without the id.
             s.response_id = None
-            s.metadata.warn(f"{name}: {exc}; continuing without previous_response_id")
+            s.metadata.warn(f"{_named(name, exc)}; continuing without previous_response_id")
         except ProviderError as exc:
             if s.provider_index + 1 >= len(names):
                 return s, ProviderResponse(
@@ -119,3 +122,9 @@ def call_model(
             s.metadata.warn(f"provider {name} failed for good ({exc}); {nxt} serves from now on")
             s.provider_index += 1
             s.response_id = None
+
+
+def _named(name: str, exc: Exception) -> str:
+    """The error's message, led by the profile's name once (adapters already put it)."""
+    said = str(exc)
+    return said if said.startswith(f"{name}: ") else f"{name}: {said}"

@@ -18,7 +18,6 @@ from workers.providers.base import (
     CallRequest,
     FatalError,
     PrefillUnsupported,
-    uses_prefill,
 )
 from workers.providers.http import (
     ErrorBody,
@@ -48,25 +47,14 @@ _PREFILL_REFUSED = re.compile(r"pre-?fill", re.IGNORECASE)
 class AnthropicProvider(HttpProvider):
     public_base_url = PUBLIC_BASE_URL
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._no_prefill: set[str] = set()  # models that refused a prefill
-
     def complete(self, request: CallRequest) -> ProviderResponse:
         model = self.model_for(request)
         system = [m.content for m in request.messages if m.role == "system"]
         messages: list[dict[str, str]] = [
             {"role": m.role, "content": m.content} for m in request.messages if m.role != "system"
         ]
-        prefill = ""
-        if uses_prefill(self.profile, request):
-            if model in self._no_prefill:
-                raise PrefillUnsupported(
-                    f"{self.profile.name}: {model} does not support assistant message prefill"
-                    " (refused earlier)",
-                    status=400,
-                )
-            prefill = (request.prefill or "").rstrip()
+        prefill = self.prefill_for(request, model)
+        if prefill:
             messages.append({"role": "assistant", "content": prefill})
         body: dict[str, Any] = {
             "model": model,
@@ -81,7 +69,7 @@ class AnthropicProvider(HttpProvider):
         try:
             data = self.post("v1/messages", body, headers)
         except PrefillUnsupported:
-            self._no_prefill.add(model)
+            self.refused_prefill(model)
             raise
         return self.parse(data, model, prefill)
 

@@ -18,9 +18,11 @@ from core.models import FinishReason, ProviderResponse, Usage
 from workers.providers.base import (
     CallRequest,
     FatalError,
+    PrefillUnsupported,
     ProviderError,
     TransientError,
     parse_retry_after,
+    uses_prefill,
 )
 from workers.providers.profiles import Profile
 from workers.providers.redact import MASK, redact
@@ -96,6 +98,7 @@ class HttpProvider:
     ) -> None:
         self.profile = profile
         self._env = env
+        self._no_prefill: set[str] = set()  # models that refused an assistant prefill
         self.base_url = (base_url or profile.base_url or self.public_base_url).rstrip("/")
         timeout = httpx.Timeout(
             profile.timeout_s, connect=min(CONNECT_TIMEOUT_S, profile.timeout_s)
@@ -121,6 +124,27 @@ class HttpProvider:
         if not model:
             raise FatalError(f"{self.profile.name}: no model: the job names none, nor the profile")
         return model
+
+    def prefill_for(self, request: CallRequest, model: str) -> str:
+        """The assistant prefill this call sends, "" for none: ``request.prefill`` with its
+        trailing white space stripped (Anthropic refuses it; many chat templates trim it
+        before ``continue_final_message`` cuts the prompt), when ``uses_prefill``.
+
+        A model that refused a prefill before raises ``PrefillUnsupported`` at once, without
+        a round trip; ``complete`` calls ``refused_prefill`` when the server refuses one.
+        """
+        if not uses_prefill(self.profile, request):
+            return ""
+        if model in self._no_prefill:
+            raise PrefillUnsupported(
+                f"{self.profile.name}: {model} does not support assistant message prefill"
+                " (refused earlier)",
+                status=400,
+            )
+        return (request.prefill or "").rstrip()
+
+    def refused_prefill(self, model: str) -> None:
+        self._no_prefill.add(model)
 
     def api_key(self) -> str | None:
         """The key, read now; a missing key is fatal only on the provider's own endpoint

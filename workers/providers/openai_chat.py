@@ -5,6 +5,15 @@ and newer models refuse ``max_tokens``) and in ``max_tokens`` elsewhere (what vL
 llama.cpp and LM Studio all accept); a 400 naming the field we sent switches to the other
 for that model, once, and remembers it. A server that says ``stop`` although the output
 used the whole limit (reported of Ollama) is taken at its usage: ``length``.
+
+With ``continue_final_message`` in the profile (vLLM, llama.cpp's server), a continuation
+call's prefill ends the messages as an open assistant message, sent with
+``continue_final_message: true, add_generation_prompt: false``: the server continues that
+text exactly, and the reply's text is the prefill followed by what the model generated. A
+400 or 422 about those fields (a server that does not know them, OpenAI's "Unrecognized
+request argument supplied: continue_final_message"; a chat template that cannot continue
+the message, vLLM's "continue_final_message is set but the final message does not appear
+in the chat…") raises ``PrefillUnsupported``; the adapter remembers the model.
 """
 
 from __future__ import annotations
@@ -15,7 +24,7 @@ from core.models import FinishReason, ProviderResponse, Usage
 from workers.providers.base import (
     CallRequest,
     FatalError,
-    uses_prefill,
+    PrefillUnsupported,
 )
 from workers.providers.http import (
     ErrorBody,
@@ -38,6 +47,8 @@ FINISH_REASONS: Final = {
 
 # How servers say "I do not take this field": OpenAI, its older wording, pydantic (vLLM).
 _REFUSALS: Final = ("unsupported", "not supported", "unrecognized", "not permitted")
+# The request fields of an exact continuation (vLLM's extra parameters).
+CONTINUATION_FIELDS: Final = ("continue_final_message", "add_generation_prompt")
 
 
 class _TokenFieldRefused(FatalError):
@@ -65,28 +76,33 @@ class OpenAIChatProvider(HttpProvider):
             {"role": m.role, "content": m.content} for m in request.messages
         ]
         body: dict[str, Any] = {"model": model, "messages": messages}
-        prefill = ""
-        if uses_prefill(self.profile, request):
-            prefill = (request.prefill or "").rstrip()
+        prefill = self.prefill_for(request, model)
+        if prefill:
             messages.append({"role": "assistant", "content": prefill})
             body |= {"continue_final_message": True, "add_generation_prompt": False}
         headers = {}
         if key := self.api_key():
             headers["authorization"] = f"Bearer {key}"
+        try:
+            data = self.send(body, headers, model, request.max_output_tokens)
+        except PrefillUnsupported:
+            self.refused_prefill(model)
+            raise
+        return self.parse(data, model, request.max_output_tokens, prefill)
+
+    def send(
+        self, body: dict[str, Any], headers: dict[str, str], model: str, limit: int
+    ) -> dict[str, Any]:
+        """POST with the output limit in the field the model takes (switching once)."""
         field = self.token_field(model)
         try:
-            data = self.post(
-                "chat/completions", {**body, field: request.max_output_tokens}, headers
-            )
+            return self.post("chat/completions", {**body, field: limit}, headers)
         except _TokenFieldRefused:
             if model in self._token_field:
                 raise
             other = TOKEN_FIELDS[1 - TOKEN_FIELDS.index(field)]
             self._token_field[model] = other
-            data = self.post(
-                "chat/completions", {**body, other: request.max_output_tokens}, headers
-            )
-        return self.parse(data, model, request.max_output_tokens, prefill)
+            return self.post("chat/completions", {**body, other: limit}, headers)
 
     def client_error(self, status: int, error: ErrorBody, message: str) -> FatalError:
         refused = error.param in TOKEN_FIELDS or any(
@@ -95,6 +111,12 @@ class OpenAIChatProvider(HttpProvider):
         said = f"{error.code} {error.message}".lower()
         if status == 400 and refused and any(word in said for word in _REFUSALS):
             return _TokenFieldRefused(message, status=status)
+        # Only a continuation call sends these fields, so only its refusal names them.
+        about_continuation = error.param in CONTINUATION_FIELDS or any(
+            name in error.message for name in CONTINUATION_FIELDS
+        )
+        if status in (400, 422) and about_continuation:
+            return PrefillUnsupported(message, status=status)
         return FatalError(message, status=status)
 
     def parse(

@@ -3,8 +3,11 @@ Messages: FastAPI apps that answer as the real APIs do (the reply and error bodi
 status codes, the headers they check), served by uvicorn through the ``serve`` fixture.
 
 Each fake "model" writes one fixed document, one whitespace-led word per token, cut at the
-request's output limit. It records every request (JSON body and headers). A test scripts
-misbehaviour by queueing ``Action``s: each answers one request instead of the model.
+request's output limit, and follows a continuation as an obedient model would: it takes
+the document up exactly after a prefill the API accepts, else at the text a continuation
+turn asks it to repeat (or right after the text a retry quotes). It records every request
+(JSON body and headers). A test scripts misbehaviour by queueing ``Action``s: each answers
+one request instead of the model.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
 from core.models import Message
+from core.prompts import REPEAT_CLOSE, REPEAT_OPEN
 from workers.providers.base import (
     CallRequest,
 )
@@ -62,6 +66,7 @@ class Fake:
     echo_key: bool = False  # a careless server: repeats the key it got in its messages
     last_key: str | None = None
     ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    reached: int = 0  # where in the document the model's last reply ended
 
     path = ""
 
@@ -90,7 +95,31 @@ class Fake:
         """The next ``max_tokens`` tokens from ``position``: (text, end, whole rest)."""
         rest = tokens(self.document[position:])
         text = "".join(rest[:max_tokens])
+        self.reached = position + len(text)
         return text, position + len(text), len(rest) <= max_tokens
+
+    def end_of(self, text: str) -> int | None:
+        """Where ``text`` ends in the document. Of several occurrences (a document that
+        repeats itself), the last one ending by where the model's last reply ended: the
+        conversation tells a real model which one it is at."""
+        ends = [m.start() + len(text) for m in re.finditer(f"(?={re.escape(text)})", self.document)]
+        by_now = [end for end in ends if end <= self.reached]
+        return by_now[-1] if by_now else ends[0] if ends else None
+
+    def resume(self, messages: list[dict[str, Any]]) -> int:
+        """Where a reply to a conversation ending with a user turn starts: right after the
+        text a retry quotes (``<<<END``), at the text a continuation turn asks to repeat
+        (``<<<REPEAT``), else at the start of the document."""
+        last = messages[-1]["content"] if messages and messages[-1]["role"] == "user" else ""
+        if (quoted := _between(last, "<<<END\n", "\nEND>>>")) is not None:
+            end = self.end_of(quoted)
+            if end is not None:
+                return end
+        if (repeat := _between(last, REPEAT_OPEN, REPEAT_CLOSE)) is not None:
+            end = self.end_of(repeat)
+            if end is not None:
+                return end - len(repeat)
+        return 0
 
     async def handle(self, request: Request) -> Response:
         raw = await request.body()
@@ -151,6 +180,15 @@ class Fake:
 
 async def _now(response: Response) -> Response:
     return response
+
+
+def _between(text: str, opening: str, closing: str) -> str | None:
+    """The text of the last ``opening … closing`` block, if there is one."""
+    start = text.rfind(opening)
+    if start < 0:
+        return None
+    end = text.find(closing, start + len(opening))
+    return None if end < 0 else text[start + len(opening) : end]
 
 
 class Switchboard:
@@ -249,12 +287,16 @@ class OpenAIFake(Fake):
 class ChatFake(OpenAIFake):
     """``POST /v1/chat/completions``. ``reasoning``: a model that refuses ``max_tokens``;
     ``says_stop_when_cut``: a server that reports ``stop`` for a cut reply (Ollama);
-    ``vllm``: accepts ``continue_final_message``."""
+    ``vllm``: accepts ``continue_final_message`` (with ``add_generation_prompt: false``) and
+    continues the final assistant message exactly, returning only what follows it;
+    ``template_drops_final``: a vLLM whose chat template cannot continue that message (it
+    rewrites assistant content), refused as vLLM refuses it."""
 
     path = "/v1/chat/completions"
     reasoning: bool = False
     says_stop_when_cut: bool = False
     vllm: bool = False
+    template_drops_final: bool = False
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(kind="openai", key_env="OPENAI_API_KEY", **kwargs)
@@ -282,22 +324,22 @@ class ChatFake(OpenAIFake):
                 "invalid_request_error",
             )
         messages = body["messages"]
-        position = 0
+        position = self.resume(messages)
         if body.get("continue_final_message"):
             if body.get("add_generation_prompt", True):
-                return JSONResponse(
-                    {
-                        "object": "error",
-                        "message": "Cannot set both `continue_final_message` and "
-                        "`add_generation_prompt` to True.",
-                        "type": "BadRequestError",
-                        "param": None,
-                        "code": 400,
-                    },
-                    status_code=400,
+                return vllm_error(
+                    "Cannot set both `continue_final_message` and `add_generation_prompt` to True."
+                )
+            if self.template_drops_final:
+                return vllm_error(
+                    "continue_final_message is set but the final message does not appear in "
+                    "the chat after applying the chat template! This can happen if the chat "
+                    "template deletes portions of the final message. Please verify the chat "
+                    "template and final message in your chat to ensure they are compatible."
                 )
             final = messages[-1]["content"]
-            position = self.document.find(final) + len(final)
+            end = self.end_of(final.strip())  # the chat template's cut: after the text
+            position = 0 if end is None else end
         limit = body.get("max_completion_tokens", body.get("max_tokens", 10_000))
         text, _, whole = self.continue_from(position, limit)
         reason = "stop" if whole or self.says_stop_when_cut else "length"
@@ -308,6 +350,20 @@ class ChatFake(OpenAIFake):
                 f"chatcmpl-{n}", body["model"], text, reason, prompt=prompt, out=count(text)
             )
         )
+
+
+def vllm_error(message: str) -> JSONResponse:
+    """A 400 in vLLM's error shape (what its request validation answers)."""
+    return JSONResponse(
+        {
+            "object": "error",
+            "message": message,
+            "type": "BadRequestError",
+            "param": None,
+            "code": 400,
+        },
+        status_code=400,
+    )
 
 
 def chat_completion(
@@ -538,7 +594,7 @@ class AnthropicFake(Fake):
                     f"messages.{i}.role: Input should be 'user' or 'assistant'",
                     "invalid_request_error",
                 )
-        position = 0
+        position = self.resume(messages)
         if messages and messages[-1]["role"] == "assistant":
             prefill = messages[-1]["content"]
             if self.refuses_prefill:
@@ -554,7 +610,8 @@ class AnthropicFake(Fake):
                     "messages: final assistant content cannot end with trailing whitespace",
                     "invalid_request_error",
                 )
-            position = self.document.find(prefill) + len(prefill)
+            end = self.end_of(prefill)
+            position = 0 if end is None else end
         text, _, whole = self.continue_from(position, body["max_tokens"])
         prompt = sum(count(m["content"]) for m in messages) + count(body.get("system", ""))
         return JSONResponse(

@@ -11,7 +11,12 @@ import pytest
 from provider_fakes import DOCUMENT, ChatFake, Served, ask, chat_completion, tokens
 
 from core.models import FinishReason, Message
-from workers.providers.base import CallRequest, FatalError, TransientError
+from workers.providers.base import (
+    CallRequest,
+    FatalError,
+    PrefillUnsupported,
+    TransientError,
+)
 from workers.providers.profiles import Profile
 from workers.providers.registry import make_provider
 from workers.providers.retry import call_with_retries
@@ -155,6 +160,44 @@ def test_without_continue_final_message_a_prefill_is_not_sent(chat: Served[ChatF
     assert [m["role"] for m in body["messages"]] == ["user"]
     assert "continue_final_message" not in body
     assert reply.text == DOCUMENT
+
+
+STRICT_SERVER_422 = {  # a FastAPI server whose request model forbids unknown fields
+    "detail": [
+        {
+            "type": "extra_forbidden",
+            "loc": ["body", "continue_final_message"],
+            "msg": "Extra inputs are not permitted",
+            "input": True,
+        }
+    ]
+}
+
+
+@pytest.mark.parametrize("server", ["openai", "vllm-template", "strict-422"])
+def test_a_server_that_cannot_continue_the_message_raises_prefill_unsupported_once(
+    chat: Served[ChatFake], server: str
+) -> None:
+    """A 400/422 about continue_final_message (a server that does not know it, a chat
+    template that cannot continue the message) is PrefillUnsupported, not retried; the
+    adapter remembers the model, so the next prefill fails without a round trip, and a
+    call without one is served."""
+    chat.fake.vllm = chat.fake.template_drops_final = server == "vllm-template"
+    if server == "strict-422":
+        chat.fake.json(STRICT_SERVER_422, status=422)
+    provider = chat.provider(continue_final_message=True)
+    delays: list[float] = []
+    with pytest.raises(PrefillUnsupported) as caught:
+        call_with_retries(
+            provider, ask(prefill="word10"), sleep=delays.append, rng=random.Random(0)
+        )
+    assert caught.value.status in (400, 422) and "continue_final_message" in str(caught.value)
+    assert delays == [] and len(chat.fake.requests) == 1
+    with pytest.raises(PrefillUnsupported, match="refused earlier"):
+        provider.complete(ask(prefill="word20"))
+    assert len(chat.fake.requests) == 1
+    assert provider.complete(ask()).text == DOCUMENT
+    assert "continue_final_message" not in chat.fake.requests[-1].body
 
 
 def test_an_empty_quota_is_fatal_although_it_is_a_429(chat: Served[ChatFake]) -> None:
