@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 from enum import StrEnum
 from itertools import pairwise
 
@@ -270,11 +271,15 @@ def start_csv(fragment: str) -> tuple[CsvScan, Merge]:
     return _checked(scan, append, finish(reading, append, [*warnings, *notes]), wrapper)
 
 
-def merge_csv(scan: CsvScan, tail: str, fragment: str) -> tuple[CsvScan, Merge]:
+def merge_csv(
+    scan: CsvScan, tail: str, fragment: str, *, exact: bool = False
+) -> tuple[CsvScan, Merge]:
     """Append a continuation, using the header's field count to read the seam."""
     if not scan.length:
         return start_csv(fragment)
-    reading, warnings, error = read_seam(tail, scan.length, scan.head, fragment, _seam(scan, tail))
+    reading, warnings, error = read_seam(
+        tail, scan.length, scan.head, fragment, replace(_seam(scan, tail), exact=exact)
+    )
     if reading is None:
         return scan, Merge.failed(error, *warnings)
     wrapper = "" if reading.closed else reading.fence or scan.wrapper

@@ -66,7 +66,11 @@ def advance(state: JobState, response: ProviderResponse) -> tuple[JobState, Deci
         if s.scan is None:
             scan, merge = stitcher.start(text)
         else:
-            scan, merge = stitcher.merge(s.scan, s.tail, text, s.head)
+            generated = _after_prefill(s.tail, text, response.prefilled)
+            if generated is not None:  # continued exactly: no repeat or wrapper to find
+                scan, merge = stitcher.merge(s.scan, s.tail, generated, s.head, exact=True)
+            else:
+                scan, merge = stitcher.merge(s.scan, s.tail, text, s.head)
         if not merge.ok:
             s.metadata.warn(*merge.warnings)
             if reason is FinishReason.CONTENT_FILTER:
@@ -92,6 +96,22 @@ def advance(state: JobState, response: ProviderResponse) -> tuple[JobState, Deci
     if closed is not None:
         s.fallback = OutputRef(prefix=closed[0], suffix=closed[1])
     return s, _decide(s, stitcher, reason, percent, appended)
+
+
+def _after_prefill(tail: str, text: str, prefilled: int) -> str | None:
+    """The text a prefilled reply adds after the received text, or None when it is not one.
+
+    The prefill is the tail's end without its trailing white space (providers refuse an
+    assistant turn that ends in white space); a model that regenerates that white space is
+    continuing exactly, one that does not may have normalised it: merged as usual.
+    """
+    if prefilled <= 0 or prefilled > len(text):
+        return None
+    stripped = tail.rstrip()
+    if not stripped.endswith(text[:prefilled].rstrip()):
+        return None
+    generated, blanks = text[prefilled:], tail[len(stripped) :]
+    return generated[len(blanks) :] if generated.startswith(blanks) and generated else None
 
 
 def _decide(

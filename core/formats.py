@@ -27,7 +27,7 @@ ScanState = dict[str, Any]
 class Stitcher(Protocol):
     def start(self, fragment: str) -> tuple[ScanState, Merge]: ...
     def merge(
-        self, state: ScanState, tail: str, fragment: str, head: str
+        self, state: ScanState, tail: str, fragment: str, head: str, *, exact: bool = False
     ) -> tuple[ScanState, Merge]: ...
     def close(self, state: ScanState) -> tuple[int, str] | None: ...
     def records(self, state: ScanState) -> int: ...
@@ -41,9 +41,9 @@ class JsonStitcher:
         return scan.to_dict(), merge
 
     def merge(
-        self, state: ScanState, tail: str, fragment: str, head: str
+        self, state: ScanState, tail: str, fragment: str, head: str, *, exact: bool = False
     ) -> tuple[ScanState, Merge]:
-        scan, merge = merge_json(JsonScanner.from_dict(state), tail, fragment, head)
+        scan, merge = merge_json(JsonScanner.from_dict(state), tail, fragment, head, exact=exact)
         return scan.to_dict(), merge
 
     def close(self, state: ScanState) -> tuple[int, str] | None:
@@ -79,9 +79,10 @@ class _ModelStitcher:
         return scan.model_dump(mode="json"), merge
 
     def merge(
-        self, state: ScanState, tail: str, fragment: str, head: str
+        self, state: ScanState, tail: str, fragment: str, head: str, *, exact: bool = False
     ) -> tuple[ScanState, Merge]:
-        scan, merge = getattr(self.module, f"merge_{self.name}")(self._load(state), tail, fragment)
+        merger = getattr(self.module, f"merge_{self.name}")
+        scan, merge = merger(self._load(state), tail, fragment, exact=exact)
         return scan.model_dump(mode="json"), merge
 
     def close(self, state: ScanState) -> tuple[int, str] | None:

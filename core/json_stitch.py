@@ -47,7 +47,7 @@ def start_json(fragment: str) -> tuple[JsonScanner, Merge]:
 
 
 def merge_json(
-    scan: JsonScanner, tail: str, fragment: str, head: str = ""
+    scan: JsonScanner, tail: str, fragment: str, head: str = "", *, exact: bool = False
 ) -> tuple[JsonScanner, Merge]:
     """Merge a continuation fragment into text whose scanner state is ``scan``.
 
@@ -82,6 +82,7 @@ def merge_json(
         aligned=_elements(scan),
         restarts=_restarts,
         structural=_structure if scan.carry_kind is not Carry.STRING else _never,
+        exact=exact,
     )
     reading, error = plan_seam(tail, scan.length, head, text, seam)
     if reading is not None and error == REPEATED:

@@ -288,7 +288,9 @@ def start_markdown(fragment: str) -> tuple[MarkdownScan, Merge]:
     )
 
 
-def merge_markdown(scan: MarkdownScan, tail: str, fragment: str) -> tuple[MarkdownScan, Merge]:
+def merge_markdown(
+    scan: MarkdownScan, tail: str, fragment: str, *, exact: bool = False
+) -> tuple[MarkdownScan, Merge]:
     """Append a continuation without gluing blocks or breaking code blocks."""
     if not scan.length:
         return start_markdown(fragment)
@@ -298,6 +300,7 @@ def merge_markdown(scan: MarkdownScan, tail: str, fragment: str) -> tuple[Markdo
         wrapper=scan.wrapper,
         drop_repeat=_table_dropper(scan),
         strip_close=False,
+        exact=exact,
     )
     reading, warnings, error = read_seam(tail, scan.length, scan.head, fragment, seam)
     if reading is None:

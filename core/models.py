@@ -239,3 +239,9 @@ class ProviderResponse(_Strict):
     incomplete_details: dict[str, JsonValue] | None = None
     cost: float = 0.0
     error: str | None = None
+    prefilled: int = Field(
+        default=0,
+        ge=0,
+        description="Leading characters of ``text`` that are the prefill the request sent "
+        "(an assistant turn the model continued exactly): the reply joins the document there.",
+    )

@@ -186,6 +186,9 @@ class Seam:
     structural: Callable[[str], bool] = _no_structure
     #: Whether ``tail + append`` holds two equal records next to each other at the seam.
     duplicates: Callable[[str, str], bool] = _duplicate_line
+    #: The fragment is known to continue the text exactly (a prefilled reply): no lead,
+    #: no repeat, no restart is looked for.
+    exact: bool = False
     #: Whether a body begins the document again, given the document's head (default: it
     #: starts with ``restart_min`` characters of the head, as they are).
     restarts: Callable[[str, str], bool] | None = None
@@ -450,7 +453,7 @@ def plan_seam(
     cands: list[_Candidate] = []
     restarted: tuple[Lead, int] | None = None
     leads = lead_candidates(fragment, prose=seam.prose, fence_strength=seam.fence_strength)
-    for lead in (NO_LEAD, *leads):
+    for lead in (NO_LEAD, *leads) if not seam.exact else ():
         body = fragment[lead.end :]
         dropped, note = seam.drop_repeat(body)
         if dropped:
@@ -472,6 +475,8 @@ def plan_seam(
                 said = ("fragment restarted the document; kept only what follows the cut",)
                 found.append(_Candidate(lead, lead.end, end, visible(tail), True, True, said))
         cands += found
+    if seam.exact:
+        cands = [_Candidate(NO_LEAD, 0, 0, 0, True, False)]
     cands.sort(key=_Candidate.key, reverse=True)
     tried: list[_Tried] = []
     evals = 0

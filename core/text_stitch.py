@@ -58,11 +58,13 @@ def start_text(fragment: str) -> tuple[TextScan, Merge]:
     return _advance(TextScan(), append, wrapper), finish(reading, append, [*warnings, *notes])
 
 
-def merge_text(scan: TextScan, tail: str, fragment: str) -> tuple[TextScan, Merge]:
+def merge_text(
+    scan: TextScan, tail: str, fragment: str, *, exact: bool = False
+) -> tuple[TextScan, Merge]:
     """Append a continuation: the best reading of the seam (see ``core.seam``)."""
     if not scan.length:
         return start_text(fragment)
-    seam = Seam(wrapper=scan.wrapper)
+    seam = Seam(wrapper=scan.wrapper, exact=exact)
     reading, warnings, error = read_seam(tail, scan.length, scan.head, fragment, seam)
     if reading is None:
         return scan, Merge.failed(error, *warnings)

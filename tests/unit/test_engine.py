@@ -945,3 +945,20 @@ def test_advance_never_changes_the_state_it_is_given() -> None:
         state = new
     else:
         raise AssertionError("the job did not end")
+
+
+def test_a_prefilled_reply_joins_at_the_prefill_in_a_periodic_document() -> None:
+    """A reply that continued a prefill (``prefilled``) is the exact continuation: in text
+    that repeats itself, where a repeat search would doubt or misread, it is taken as is."""
+    doc = "ok\n" * 40 + "failed\n" + "ok\n" * 40
+    cut = 90
+    state, d1 = advance(start(job("text")), reply(doc[:cut]))
+    assert isinstance(d1, Continue)
+    prefill = state.overlap.rstrip()
+    state, d2 = advance(
+        state, reply(prefill + doc[cut - (len(state.overlap) - len(prefill)) :], "stop",
+                     prefilled=len(prefill))
+    )
+    assert isinstance(d2, Finish)
+    assert d1.append + d2.append == doc
+    assert not any("ambiguous" in w for w in state.metadata.warnings)

@@ -94,6 +94,7 @@ class AnthropicProvider(HttpProvider):
         usage = data.get("usage")
         return self.reply(
             text=prefill + "".join(texts),
+            prefilled=len(prefill),
             finish_reason=finish,
             usage=Usage(
                 # Cached prompt tokens are input too (and priced as such: an estimate).

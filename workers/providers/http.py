@@ -241,8 +241,12 @@ class HttpProvider:
         response_id: str | None,
         incomplete_details: dict[str, Any] | None = None,
         error: str | None = None,
+        prefilled: int = 0,
     ) -> ProviderResponse:
-        """The ``ProviderResponse``, priced from the profile, with secrets redacted."""
+        """The ``ProviderResponse``, priced from the profile, with secrets redacted.
+
+        ``prefilled``: leading characters of ``text`` that are the prefill sent (the engine
+        joins the reply there instead of looking for a repeat)."""
         p = self.profile
         cost = (
             usage.input_tokens * p.price_input_per_mtok
@@ -262,6 +266,7 @@ class HttpProvider:
             response_id=response_id,
             incomplete_details=incomplete_details,
             cost=cost,
+            prefilled=min(prefilled, len(text)),
             error=None if error is None else self.redact(error),
         )
 

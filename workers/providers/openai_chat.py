@@ -168,5 +168,6 @@ class OpenAIChatProvider(HttpProvider):
             finish_reason=finish,
             incomplete_details=details,
             error=error,
+            prefilled=len(prefill),
             **common,
         )

@@ -169,16 +169,11 @@ def test_a_refused_prefill_falls_back_to_the_continuation_turn_for_the_rest_of_t
 PERIODIC = "status: ok\n" * 30 + "status: failed\n" + "status: ok\n" * 29 + "status: ok."
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core: the engine searches a prefilled reply for its repeat, and in a document "
-    "that repeats itself reads a longer one (or a restart); it must splice the reply at "
-    "the prefill's length instead, which needs ProviderResponse to say how much of its "
-    "text is the prefill",
-)
 def test_an_exact_continuation_of_a_periodic_document_stays_exact(
     chat: Served[ChatFake],
 ) -> None:
+    """A prefilled reply joins at the prefill's length: no repeat is searched for, so a
+    document that repeats itself cannot mislead the seam."""
     chat.fake.vllm = True
     chat.fake.document = PERIODIC
     result = run(chat, tokens=40, continue_final_message=True)
