@@ -5,9 +5,12 @@ progress marker, merge the fragment into the cut text, then decide:
 
 - the document is complete (JSON closed; a stop for the other formats) -> ``Finish``;
 - it was cut -> ``Continue`` with the next prompt (overlap, budgeted context, progress);
-- the reply could not be merged, was empty or malformed -> ``Retry`` with the unchanged
-  prompt, until ``max_merge_failures`` consecutive failures -> ``Fallback`` to the last
-  valid part;
+- the reply could not be merged, was empty or malformed -> ``Retry``, the request saying
+  what went wrong and quoting the text to continue after, until ``max_merge_failures``
+  consecutive failures -> ``Fallback`` to the last valid part;
+- the reply joins the document in two plausible ways (``Merge.doubts``) -> ``Retry`` the same
+  way, ``ambiguity_retries`` times; then the likelier reading, with the doubt as a warning;
+- a prefilled reply (``ProviderResponse.prefilled``) joins where the prefill ends;
 - content filter, stall, or the attempt budget spent -> ``Fallback`` (partial result).
 The caller appends ``decision.append`` to the accumulated output and stores the state.
 """
