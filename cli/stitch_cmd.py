@@ -48,6 +48,10 @@ def _read(path: Path) -> str:
         return data.decode("utf-8", errors="replace")
 
 
+#: Exit status when every fragment merged but a seam had two plausible readings.
+DOUBTED = 3
+
+
 def run(args: argparse.Namespace) -> int:
     fragments = []
     for path in args.files:
@@ -74,4 +78,8 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(result.complete)
     else:
         sys.stdout.write(result.text)
-    return 0 if result.ok else 1
+    if not result.ok:
+        return 1
+    for doubt in result.doubts:
+        print(f"continuum stitch: doubt: {doubt}", file=sys.stderr)
+    return DOUBTED if result.doubts else 0

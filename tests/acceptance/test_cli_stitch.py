@@ -98,3 +98,13 @@ def test_usage_errors_exit_2(tmp_path: Path, args: list[str]) -> None:
     done = continuum(*args, cwd=tmp_path)
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert done.stderr
+
+
+def test_stitch_says_when_a_seam_could_be_read_two_ways(tmp_path: Path) -> None:
+    """Periodic data (every overlap fits): the likelier document is printed, the doubt is
+    named on stderr, and the exit status is 3, never a silent 0."""
+    files = write(tmp_path, "[0,0,0,0,0,0,0,0,", "0,0,0,0,0]")
+    done = continuum("stitch", "--format", "json", *files, cwd=tmp_path)
+    assert done.returncode == 3, done.stderr
+    assert "doubt: fragment 2: ambiguous seam" in done.stderr
+    assert json.loads(done.stdout) == [0] * len(json.loads(done.stdout))
