@@ -28,6 +28,7 @@ merge is O(fragment) whatever the periodicity of the text.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from itertools import pairwise
@@ -55,6 +56,7 @@ CONFIRM = 8
 #: A square up to this long is looked for, doubled, in the tail's last PERIODIC_WINDOW.
 PERIODIC_SEARCH = 256
 PERIODIC_WINDOW = 8192
+_WORDS = re.compile(r"[^\W_]+")
 #: A recombination of known records or values is a plausible coincidence up to this many
 #: bits of surprise (one in 65,536).
 SURPRISE_BITS = 16
@@ -275,11 +277,18 @@ def plausible_square(tail: str, square: str, seam: Seam, rest: str = "") -> bool
         return True
     if visible(square) >= CONFIRM or seam.structural(square):
         return False
-    # A word doubled with nothing between ("bicy" + "bicycle": "bicybicycle") is no text;
-    # a whole word or a number twice ("the the", "19 19", "1919") can be.
-    before = tail[-len(square) - 1] if len(tail) > len(square) else "\n"
-    glued = square[0].isalpha() and square[-1].isalpha() and not before.isalnum()
-    return not (glued and _word_run(square) >= 3)
+    # Short squares: punctuation, white space or a couple of letters can double by
+    # chance ("ll", "00", ", "); so can one number ("19 19", "1919") and one whole word
+    # with a separator ("the the"). A word doubled with nothing between ("bicy" +
+    # "bicycle": "bicybicycle") or a phrase ("* In 2" + "* In 2001") is no text.
+    words = _WORDS.findall(square)
+    if sum(map(len, words)) <= 2:
+        return True
+    if len(words) != 1:
+        return False
+    if words[0].isdigit():
+        return True
+    return not (square[0].isalnum() and square[-1].isalnum())
 
 
 def _periodic(tail: str, square: str) -> bool:
@@ -318,15 +327,6 @@ def _period(text: str) -> int:
             k += 1
         fail[i] = k
     return len(text) - (fail[-1] if text else 0)
-
-
-def _word_run(text: str) -> int:
-    count = 0
-    for char in text:
-        if not char.isalpha():
-            break
-        count += 1
-    return count
 
 
 def _candidates(ctx: _Context, lead: Lead, start: int, notes: tuple[str, ...]) -> list[_Candidate]:
