@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from core.formats import STITCHERS, ScanState, detect
-from core.json_scan import Carry
 from core.models import OutputFormat
 from core.progress import split_marker
 from core.seam import AMBIGUOUS_END
@@ -55,8 +54,6 @@ def stitch(fragments: list[str], fmt: str) -> StitchResult:
         fragment, _ = split_marker(raw)
         if scan is not None and not fragment.strip():
             warnings.append(f"fragment {index + 1}: skipped a blank reply")
-            if chosen is OutputFormat.JSON and scan.get("carry_kind") == Carry.STRING:
-                doubts.append(f"fragment {index + 1}: a blank reply inside a string may be text")
             continue
         if chosen is OutputFormat.AUTO:
             chosen, doubt = detect(fragment)
