@@ -20,10 +20,11 @@ from core.extraction import clean_text, find_json_start
 from core.json_scan import Carry, JsonScanner
 from core.merge import Merge
 from core.overlap import MIN_OVERLAP, Splice
-from core.seam import REPEATED, SURPRISE_BITS, Seam, plan_seam
+from core.seam import AMBIGUOUS, REPEATED, SURPRISE_BITS, Seam, plan_seam
 
 _FENCE_AT = re.compile(r"\s*(```|~~~)[^\n]*(?:\n\s*)?\Z")
 _NON_WS = re.compile(r"\S+")
+_JSONISH = re.compile(r"[\[{]|[\"'][^\n]{0,80}[\"']\s*:")
 #: Characters of the document's beginning that identify a restart.
 HEAD_CHARS = 256
 _RESTART_PROBE = 64
@@ -181,6 +182,9 @@ def _scan_appended(scan: JsonScanner, text: str) -> tuple[JsonScanner, str, list
         cut = trial.trailing_at - scan.length
         kept, dropped = text[:cut], text[cut:]
         note = f"dropped text after the JSON: {dropped.strip()!r:.80}"
+        if _JSONISH.search(dropped) and not _FENCE_AT.match(dropped):
+            # More JSON after the end: the reading closed the document too early.
+            note = f"{AMBIGUOUS}seam: the JSON closed, then more JSON followed: {dropped!r:.60}"
         return scan.copy().feed(kept), kept, [note]
     at = trial.error.at - scan.length
     if at >= 0 and _FENCE_AT.match(text, at):

@@ -159,6 +159,8 @@ def needs_break(scan: MarkdownScan, text: str) -> bool:
         return not _in_code(scan) and _BLOCK_START.match(text) is not None
     if text.startswith("|"):
         return _row_complete(scan)
+    if scan.partial.lstrip().startswith("|") and not _row_complete(scan):
+        return False  # inside a table row ("| --- | :--" + "- |"): no block starts there
     if _MARKERS_ONLY.fullmatch(scan.partial) or scan.partial[-1] in " \t":
         return False  # a cut after a space is mid-sentence: "founded in " + "2019. It grew"
     if scan.partial[-1].isdigit() and text[0].isdigit():

@@ -66,6 +66,9 @@ RECORD_VISIBLE = 48
 RECORD_LINES = 3
 #: Readings checked by the format per fragment (the best and its rivals).
 MAX_EVALS = 24
+#: Characters of a reply's start looked for in the tail, to recognise a cut-short repeat.
+ECHO_PROBE = 64
+ECHOED, DIVERGED = "echoed", "diverged"
 #: A format's note that starts so names a doubt (``Merge.doubts``), not just a repair.
 AMBIGUOUS = "ambiguous "
 #: A doubt about how a fragment *ends*: moot when it is the last (the model stopped).
@@ -390,6 +393,7 @@ def _evaluate(ctx: _Context, cand: _Candidate) -> _Tried | None:
     doubts = (*((note,) if note.startswith(AMBIGUOUS) else ()), *end_doubts)
     if note:
         warnings.append(note)
+    warnings += end_doubts
     splice = Splice(cand.end - cand.lead.end, cand.lead.end)
     fence = "" if closed else fence
     reading = Reading(splice, append, fence, tuple(warnings), doubts, closed=closed)
@@ -488,6 +492,7 @@ def plan_seam(
         result = _evaluate(ctx, cand)
         if result is not None and not any(_same_document(ctx, result, t) for t in tried):
             tried.append(result)
+    echo = _echo(ctx, cands)
     if not tried:
         if restarted is not None and restarted[1] < total:
             # The document again from its start, cut before it reached the cut: nothing new.
@@ -510,6 +515,11 @@ def plan_seam(
         if _plausible(ctx, best, rival)
     ][:2]
     reading = best.reading
+    if echo and not best.cand.confirmed:
+        # A copy of earlier text: a repeat the output limit cut before it reached the cut,
+        # or the document saying the same again. Only asking again can tell.
+        what = "is all" if echo == ECHOED else "begins with"
+        doubts.append(f"{AMBIGUOUS}seam: the reply {what} a copy of text from before the cut")
     if doubts:
         reading = Reading(
             reading.splice,
@@ -520,6 +530,20 @@ def plan_seam(
             reading.closed,
         )
     return reading, NO_SEAM
+
+
+def _echo(ctx: _Context, cands: list[_Candidate]) -> str:
+    """Whether the reply begins by re-sending received text from before the cut: all of it
+    (``ECHOED``: a repeat cut short by the output limit, or text the document repeats) or
+    a copy that then goes its own way (``DIVERGED``); '' when it does not."""
+    body = ctx.fragment
+    probe = body[:ECHO_PROBE]
+    if len(probe) < RESTART_MIN or any(c.confirmed for c in cands):
+        return ""
+    at = ctx.tail.rfind(probe)
+    if at < 0:
+        return ""
+    return ECHOED if ctx.tail.startswith(body, at) else DIVERGED
 
 
 def read_seam(

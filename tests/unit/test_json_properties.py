@@ -110,7 +110,11 @@ def fragmented(draw: st.DrawFn) -> tuple[object, list[str]]:
 
 
 @settings(
-    max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=300,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow],
 )
 @given(case=fragmented())
 def test_json_documents_stitch_back_to_equal_values(case: tuple[object, list[str]]) -> None:

@@ -35,7 +35,7 @@ from core.text_stitch import (
 TAIL = 65536
 PROSE = "Here is the continuation of the document:\n"
 
-PROFILE = settings(max_examples=200, deadline=None, derandomize=True)
+PROFILE = settings(max_examples=200, deadline=None, derandomize=True, database=None)
 
 LETTERS = st.characters(categories=("Ll", "Lu", "Lo"), exclude_characters="HQ")
 WORD = st.text(LETTERS, min_size=1, max_size=7)
