@@ -33,6 +33,7 @@ _WORD_TEXT = (
     "relay shore tundra upland vessel wharf anchor bramble cobalt drift"
 )
 _WORDS = tuple(_WORD_TEXT.split())
+WORDS = _WORDS  # the vocabulary, for sim.doc_variants
 _UNICODE_WORDS = (
     "café",
     "naïve",

@@ -4,10 +4,11 @@ A first request is answered with the start of the target document, cut at the ou
 limit (``max_tokens x chars_per_token`` characters). A continuation request is answered
 from where its ``<<<REPEAT`` block shows the previous answer stopped: a progress marker,
 then the target from ``overlap`` characters before that point (the repeat a real model
-makes), cut at the limit. A trailing assistant message (a prefill) is continued exactly,
-as vLLM's ``continue_final_message`` does. Chaos knobs are drawn from one RNG per server,
-under a lock: the sequence of draws is reproducible for a seed, and a retried call draws
-anew (so a 500 can be followed by a success).
+makes), cut at the limit; or, when a seam knob fires, the reply ``sim.seams`` builds for
+that behaviour (``sim.seam_chaos``). A trailing assistant message (a prefill) is
+continued exactly, as vLLM's ``continue_final_message`` does. Chaos knobs are drawn from
+one RNG per server, under a lock: the sequence of draws is reproducible for a seed, and a
+retried call draws anew (so a 500 can be followed by a success).
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+from sim import seam_chaos
 from sim.conversation import ChatRequest, RequestError, find_repeat, locate, parse_chat
+from sim.doc_variants import vary
 from sim.documents import format_from_prompt, target
 from sim.options import CHAOS_KNOBS, SimOptions, model_options
 from sim.replies import (
@@ -61,7 +64,7 @@ class SimModel:
         self.options = options or SimOptions()
         self._rng = random.Random(self.options.seed)
         self._lock = threading.Lock()
-        self._targets: OrderedDict[tuple[str, str, int, int], str] = OrderedDict()
+        self._targets: OrderedDict[tuple[str, str, int, int, float, float], str] = OrderedDict()
 
     # Documents ----------------------------------------------------------------------
 
@@ -98,13 +101,22 @@ class SimModel:
 
     def _target(self, prompt: str, options: SimOptions, seed: int | None) -> str:
         fmt = options.format or format_from_prompt(prompt)
-        key = (prompt, fmt, options.size, options.seed if seed is None else seed)
+        seed = options.seed if seed is None else seed
+        key = (prompt, fmt, options.size, seed, options.periodic, options.multibyte)
         with self._lock:
             found = self._targets.get(key)
             if found is not None:
                 self._targets.move_to_end(key)
                 return found
-        text = target(prompt, fmt=fmt, size=key[2], seed=key[3])
+        text = target(prompt, fmt=fmt, size=options.size, seed=seed)
+        text = vary(
+            text,
+            fmt=fmt,
+            prompt=prompt,
+            seed=seed,
+            periodic=options.periodic,
+            multibyte=options.multibyte,
+        )
         with self._lock:
             self._targets[key] = text
             while len(self._targets) > CACHE_SIZE:
@@ -162,7 +174,11 @@ class SimModel:
         if request.prefill is not None:
             return self._prefilled(request, text, limit, chaos)
         repeat = find_repeat(request.last_user)
-        end = None if repeat is None else locate(text, repeat[0], repeat[1])
+        if repeat is not None and opts.seam_chaos:
+            path = seam_chaos.cut_path(request.last_user) if fmt == "json" else None
+            end = seam_chaos.locate(text, repeat[0], repeat[1], path)
+        else:
+            end = None if repeat is None else locate(text, repeat[0], repeat[1])
         if repeat is None or end is None or "restart" in chaos:
             marker = (
                 "" if repeat is None or not opts.marker else marker_line(_percent(end or 0, text))
@@ -175,6 +191,14 @@ class SimModel:
                 return marker + garbage(chaos.rng), "length"
             if "stall" in chaos:
                 return marker + repeat[0], "length"
+            if opts.seam_chaos and 0 < end < len(text) and "content_filter" not in chaos:
+                seams = random.Random(f"seams:{chaos.call_id}")  # default draws unchanged
+                behaviour = seam_chaos.draw(opts, fmt, seams)
+                if behaviour is not None:
+                    body, ended = seam_chaos.reply(
+                        text, end, behaviour, fmt=fmt, budget=limit, rng=seams
+                    )
+                    return marker + body, "stop" if ended else "length"
             repeated = min(opts.overlap, end)
             start = end - repeated
         payload = text[start : start + limit]

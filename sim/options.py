@@ -30,6 +30,23 @@ CHAOS_KNOBS = (
     "prose",
 )
 
+#: The seam knobs: each makes a continuation reply behave as ``sim.seams`` describes
+#: (knob -> behaviour). Drawn, only when one is set, from the call's own generator, so the
+#: draws above (and every default run) are unchanged.
+SEAM_KNOBS = {
+    "seam_exact": "exact",
+    "seam_repeat": "repeat",
+    "seam_prose_repeat": "prose_repeat",
+    "seam_prose_exact": "prose_exact",
+    "seam_unit_restart": "unit_restart",
+    "seam_reformatted": "reformatted_repeat",
+    "seam_whitespace": "whitespace",
+    "seam_restart": "restart",
+    "seam_syntax_slip": "syntax_slip",
+    "seam_blank": "blank",
+    "seam_multibyte": "multibyte",
+}
+
 
 class SimOptions(BaseModel):
     """The simulated model's behaviour.
@@ -48,6 +65,22 @@ class SimOptions(BaseModel):
     (finish_reason content_filter, partial text), ``empty`` (empty content, finish
     length), ``stall`` (repeat the tail, add nothing, marker unmoved).
     ``latency``: seconds added to every call.
+
+    Seams, each a probability per continuation call (``SEAM_KNOBS``; see ``sim.seams``):
+    the reply is one a real model sends when asked to continue, built from the target at
+    the cut: ``seam_exact`` (no repeat), ``seam_repeat`` (1-300 characters of the
+    delivered end), ``seam_prose_repeat`` and ``seam_prose_exact`` (prose and/or a fence
+    first; after the last reply a closing fence and a sign-off), ``seam_unit_restart``
+    (the word, line, row or string in progress again), ``seam_reformatted`` (JSON: another
+    layout), ``seam_whitespace`` (line breaks switched, blanks stripped, a blank line
+    dropped or added, an empty line before the closing fence), ``seam_restart`` (the whole
+    document again), ``seam_syntax_slip`` (JSON: a trailing comma, single quotes),
+    ``seam_blank`` (a white-space reply), ``seam_multibyte`` (a repeat from inside a ZWJ
+    sequence, an accent, a flag or CJK). The reply, repeat and wrapper included, holds at
+    most the output limit where it can (``sim.seam_chaos``); a restart is cut there.
+    Document: ``periodic`` (share of blocks followed by a periodic run: zeros, identical
+    rows, identical lines) and ``multibyte`` (share of words turned into emoji sequences,
+    flags, accents, CJK).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -72,6 +105,24 @@ class SimOptions(BaseModel):
     empty: Chance = 0.0
     stall: Chance = 0.0
     latency: Seconds = 0.0
+    periodic: Chance = 0.0
+    multibyte: Chance = 0.0
+    seam_exact: Chance = 0.0
+    seam_repeat: Chance = 0.0
+    seam_prose_repeat: Chance = 0.0
+    seam_prose_exact: Chance = 0.0
+    seam_unit_restart: Chance = 0.0
+    seam_reformatted: Chance = 0.0
+    seam_whitespace: Chance = 0.0
+    seam_restart: Chance = 0.0
+    seam_syntax_slip: Chance = 0.0
+    seam_blank: Chance = 0.0
+    seam_multibyte: Chance = 0.0
+
+    @property
+    def seam_chaos(self) -> bool:
+        """Whether a seam knob is set (a continuation is then also located loosely)."""
+        return any(getattr(self, knob) > 0 for knob in SEAM_KNOBS)
 
     @classmethod
     def parse(cls, text: str, base: SimOptions | None = None) -> SimOptions:
