@@ -209,9 +209,9 @@ def _seam(scan: CsvScan, tail: str) -> Seam:
 
 def _duplicate_row(tail: str, append: str) -> bool:
     """Whether the row the seam falls in equals the row before or after it."""
-    window = tail[-LOOKAHEAD_CHARS:]
+    window = tail[-DUPLICATE_WINDOW:]
     start = window.find("\n") + 1 if len(tail) > len(window) else 0
-    text = window[start:] + append[:LOOKAHEAD_CHARS]
+    text = window[start:] + append[:DUPLICATE_WINDOW]
     cut = len(window) - start
     _, _, rows = scan_rows(CsvMode.ROW_START, 0, text)
     bounds = [0, *(end for end, _ in rows)]
@@ -223,6 +223,8 @@ def _duplicate_row(tail: str, append: str) -> bool:
     return any(a.strip() and a == b for a, b in pairwise(near))
 
 
+#: Characters either side of the seam parsed to compare the rows around it.
+DUPLICATE_WINDOW = 1024
 #: Distinct values under which a column's data counts as a small vocabulary.
 SMALL_VOCABULARY = 12
 _VALUE_BREAK = re.compile(r'[,"\r\n]+')

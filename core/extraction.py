@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 
 _BAD_CHARS = re.compile("[\x00\ud800-\udfff]")
-_FENCE_LINE = re.compile(r"[ \t]*(```|~~~)[ \t]*([A-Za-z0-9_+-]*)[ \t]*\r?\n")
-_CLOSING_FENCE = re.compile(r"\r?\n?[ \t]*(```|~~~)[ \t]*\s*\Z")
+# Possessive quantifiers: a long run of blanks is never split between two of them.
+_FENCE_LINE = re.compile(r"[ \t]*+(```|~~~)[ \t]*+([A-Za-z0-9_+-]*+)[ \t]*+\r?\n")
+_FENCE_ANYWHERE = re.compile(r"(```|~~~)[ \t]*+[A-Za-z0-9_+-]*+[ \t]*+\r?\n")
 # First line that starts like a JSON container: where a payload begins after prose.
 _JSON_LINE_START = re.compile(r"^[ \t]*[\[{]", re.MULTILINE)
 
@@ -44,9 +45,13 @@ def strip_wrapper_fence(text: str) -> tuple[str, list[str]]:
         return text, []
     body = text[m.end() :]
     warnings = [f"removed a code fence ({m.group(1)}{m.group(2)})"]
-    closing = _CLOSING_FENCE.search(body)
-    if closing is not None and closing.group(1) == m.group(1):
-        body = body[: closing.start()]
+    end = len(body.rstrip())
+    if body.endswith(m.group(1), 0, end):  # the last line closes the fence, blanks aside
+        start = end - len(m.group(1))
+        line = body.rfind("\n", 0, start) + 1
+        if not body[line:start].strip(" \t"):
+            body = body[: line - 1 if line and body[line - 1] == "\n" else line]
+            body = body[:-1] if body.endswith("\r") else body
     return body, warnings
 
 
@@ -61,7 +66,7 @@ def find_json_start(text: str) -> tuple[int, list[str]]:
         head = text[stripped:]
         if head[0] in '[{"-0123456789' or head.startswith(("true", "false", "null")):
             return stripped, []
-    fence = re.search(r"(```|~~~)[ \t]*[A-Za-z0-9_+-]*[ \t]*\r?\n", text)
+    fence = _FENCE_ANYWHERE.search(text)
     line = _JSON_LINE_START.search(text)
     if fence is not None and (line is None or fence.start() < line.start()):
         prose = text[: fence.start()].strip()

@@ -31,7 +31,7 @@ import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from itertools import pairwise
+from itertools import islice, pairwise
 
 from core.extraction import clean_text
 from core.leads import (
@@ -53,6 +53,10 @@ HEAD_CHARS = 1024
 RESTART_MIN = 32
 #: Visible characters from which a repeat cannot be a coincidence (outside periodic text).
 CONFIRM = 8
+#: Places where a square's start recurs that are checked for a period, and the length of
+#: that start.
+PERIOD_TRIES = 8
+PERIOD_PROBE = 32
 #: A square up to this long is looked for, doubled, in the tail's last PERIODIC_WINDOW.
 PERIODIC_SEARCH = 256
 PERIODIC_WINDOW = 8192
@@ -64,8 +68,12 @@ SURPRISE_BITS = 16
 RECORD_VISIBLE = 48
 #: Whole lines up to this many, repeated, make a record a document may hold twice.
 RECORD_LINES = 3
+#: Repeat lengths weighed per lead (longest first; periodic text offers hundreds).
+MAX_CANDIDATES = 48
 #: Readings checked by the format per fragment (the best and its rivals).
 MAX_EVALS = 24
+#: Distinct documents gathered before the rest are left unchecked: the best and its rivals.
+MAX_READINGS = 6
 #: Characters of a reply's start looked for in the tail, to recognise a cut-short repeat.
 ECHO_PROBE = 64
 ECHOED, DIVERGED = "echoed", "diverged"
@@ -320,16 +328,17 @@ def _continues_with(rest: str, square: str) -> bool:
 
 
 def _period(text: str) -> int:
-    """The smallest p with ``text[p:] == text[:-p]`` (KMP failure function, O(len))."""
-    fail = [0] * len(text)
-    k = 0
-    for i in range(1, len(text)):
-        while k and text[i] != text[k]:
-            k = fail[k - 1]
-        if text[i] == text[k]:
-            k += 1
-        fail[i] = k
-    return len(text) - (fail[-1] if text else 0)
+    """The smallest p with ``text[p:] == text[:-p]``, found by the C string search: each
+    place the text's start recurs is checked whole (a few at most: ``PERIOD_TRIES``)."""
+    probe = text[: min(len(text) // 2, PERIOD_PROBE)]
+    at = 0
+    for _ in range(PERIOD_TRIES):
+        at = text.find(probe, at + 1) if probe else -1
+        if at < 0:
+            break
+        if text.startswith(text[at:]):
+            return at
+    return len(text)
 
 
 def _candidates(ctx: _Context, lead: Lead, start: int, notes: tuple[str, ...]) -> list[_Candidate]:
@@ -337,7 +346,7 @@ def _candidates(ctx: _Context, lead: Lead, start: int, notes: tuple[str, ...]) -
     seam = ctx.seam
     out = [_Candidate(lead, start, start, 0, True, False, notes)]
     weak = lead.strength is Strength.WEAK
-    for k in exact_overlaps(ctx.tail, body):
+    for k in islice(exact_overlaps(ctx.tail, body), MAX_CANDIDATES):
         square = body[:k]
         info = visible(square)
         confirmed = not plausible_square(ctx.tail, square, seam, body[k:])
@@ -346,7 +355,7 @@ def _candidates(ctx: _Context, lead: Lead, start: int, notes: tuple[str, ...]) -
             confirmed = confirmed and info >= CONFIRM and not prefix
         out.append(_Candidate(lead, start, start + k, info, True, confirmed, notes))
     normalized = normalized_overlaps(ctx.tail, body, lines=seam.lines, in_string=seam.in_string)
-    for end, info, size in normalized:
+    for end, info, size in islice(normalized, MAX_CANDIDATES):
         if info < 2 and seam.lines and "\n" not in body[:end]:
             continue  # one character matched modulo white space, within a line, says nothing
         confirmed = not plausible_square(ctx.tail, ctx.tail[-size:], seam, body[end:])
@@ -486,7 +495,7 @@ def plan_seam(
     evals = 0
     for cand in cands:
         zero = cand.end == cand.start
-        if evals >= MAX_EVALS and not zero:
+        if (evals >= MAX_EVALS or len(tried) >= MAX_READINGS) and not zero:
             continue
         evals += 1
         result = _evaluate(ctx, cand)
@@ -509,11 +518,11 @@ def plan_seam(
             (t for t in tried if not t.repaired and t.cand.confirmed >= best.cand.confirmed), best
         )
     rivals = [t for t in tried if t is not best]
+    plausible = islice((rival for rival in rivals if _plausible(ctx, best, rival)), 2)
     doubts = [
         f"ambiguous seam: read {_describe(best)}; {_describe(rival)} would give another document"
-        for rival in rivals
-        if _plausible(ctx, best, rival)
-    ][:2]
+        for rival in plausible
+    ]
     reading = best.reading
     if echo and not best.cand.confirmed:
         # A copy of earlier text: a repeat the output limit cut before it reached the cut,
