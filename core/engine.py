@@ -242,6 +242,7 @@ def _doubted(s: JobState, doubt: str) -> tuple[JobState, Decision]:
     """
     cfg = s.spec.continuation
     s.doubt_retries += 1
+    s.metadata.seam_retries += 1
     s.metadata.warn(f"iteration {s.iteration}: asked again: {doubt}")
     if s.iteration > cfg.max_attempts:
         return s, _fallback(s, f"max_attempts ({cfg.max_attempts}) used; the last reply: {doubt}")

@@ -501,7 +501,7 @@ def plan_seam(
         result = _evaluate(ctx, cand)
         if result is not None and not any(_same_document(ctx, result, t) for t in tried):
             tried.append(result)
-    echo = _echo(ctx, cands)
+    echo = _echo(ctx, cands) if not seam.exact else ""
     if not tried:
         if restarted is not None and restarted[1] < total:
             # The document again from its start, cut before it reached the cut: nothing new.

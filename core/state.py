@@ -67,6 +67,7 @@ class ContinuationMetadata(BaseModel):
     merge_success: bool = True
     merge_failures: int = 0
     ambiguous_seams: int = 0  # seams taken with a doubt (see ``warnings``)
+    seam_retries: int = 0  # calls made again because a reply joined in two ways
     chunk_sizes: list[int] = Field(default_factory=list)
     chunk_chars: list[int] = Field(default_factory=list)
     final_record_count: int = 0
