@@ -27,15 +27,14 @@ from core.seam import (
     AMBIGUOUS,
     EMPTY,
     RESTART_MIN,
-    SURPRISE_BITS,
     Accept,
     Seam,
     finish,
     grow_head,
     read_seam,
     start_reading,
-    whole_lines,
 )
+from core.squares import SURPRISE_BITS, whole_lines
 from core.text_stitch import close_wrapper
 
 #: Rows and characters of a reading checked against the header: enough to tell a glued or

@@ -20,7 +20,8 @@ from core.extraction import clean_text, find_json_start
 from core.json_scan import Carry, JsonScanner
 from core.merge import Merge
 from core.overlap import MIN_OVERLAP, Splice
-from core.seam import AMBIGUOUS, REPEATED, SURPRISE_BITS, Seam, plan_seam
+from core.seam import AMBIGUOUS, REPEATED, Seam, plan_seam
+from core.squares import SURPRISE_BITS
 
 _FENCE_AT = re.compile(r"\s*(```|~~~)[^\n]*(?:\n\s*)?\Z")
 _NON_WS = re.compile(r"\S+")

@@ -12,10 +12,10 @@ A fragment can be read in several ways, and each way gives a different document:
 Every reading is enumerated, the format keeps those that are valid for it (JSON must scan
 from the cut, a CSV row must have the header's width, …), and the best is taken by
 evidence: a repeat counts only when it could not be the document itself, i.e. when the
-square it would otherwise leave in the document (``x x``) is implausible: eight or more
-visible characters, or a word or number repeated from its start, and not periodic text
-nor whole records (rows, lines, array elements) that documents do repeat. Then every other
-valid reading that gives a *different* document is weighed: if one is plausible too, the
+square it would otherwise leave in the document (``x x``) is implausible (``core.squares``:
+a phrase or a long sentence twice, a word doubled with nothing between; not periodic text
+nor records that documents do repeat). Then every other valid reading that gives a
+*different* document is weighed: if one is plausible too, the
 seam is **ambiguous**: the merge says so in ``Merge.doubts`` and the engine retries with a
 request that removes the doubt, never silently choosing. When no reading is valid, the
 merge fails (the engine retries); it never glues text on a guess.
@@ -27,11 +27,9 @@ merge is O(fragment) whatever the periodicity of the text.
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from itertools import islice, pairwise
+from itertools import islice
 
 from core.extraction import clean_text
 from core.leads import (
@@ -40,34 +38,25 @@ from core.leads import (
     Strength,
     any_fence,
     closing_fence,
-    fence_of,
     lead_candidates,
     sign_off,
 )
 from core.merge import Merge
 from core.overlap import Splice, exact_overlaps, normalized_overlaps, visible
+from core.squares import (
+    CONFIRM,
+    breaks_line,
+    duplicate_line,
+    line_prefix,
+    no_structure,
+    plausible_square,
+    whole_lines,
+)
 
 #: Characters of the document's start kept in a scan, to recognise a fragment that restarts.
 HEAD_CHARS = 1024
 #: How much of the document's start a fragment must repeat to count as a restart.
 RESTART_MIN = 32
-#: Visible characters from which a repeat cannot be a coincidence (outside periodic text).
-CONFIRM = 8
-#: Places where a square's start recurs that are checked for a period, and the length of
-#: that start.
-PERIOD_TRIES = 8
-PERIOD_PROBE = 32
-#: A square up to this long is looked for, doubled, in the tail's last PERIODIC_WINDOW.
-PERIODIC_SEARCH = 256
-PERIODIC_WINDOW = 8192
-_WORDS = re.compile(r"[^\W_]+")
-#: A recombination of known records or values is a plausible coincidence up to this many
-#: bits of surprise (one in 65,536).
-SURPRISE_BITS = 16
-#: A line this short (visible characters) recurs in documents: a note, a label, a row.
-RECORD_VISIBLE = 48
-#: Whole lines up to this many, repeated, make a record a document may hold twice.
-RECORD_LINES = 3
 #: Repeat lengths weighed per lead (longest first; periodic text offers hundreds).
 MAX_CANDIDATES = 48
 #: Readings checked by the format per fragment (the best and its rivals).
@@ -100,74 +89,8 @@ def _as_is(text: str) -> tuple[str, str]:
     return text, ""
 
 
-def _no_structure(square: str) -> bool:
-    return False
-
-
 def _no_repeat(body: str) -> tuple[int, str]:
     return 0, ""
-
-
-def whole_lines(tail: str, square: str, rest: str) -> bool:
-    """Whether ``square`` is the tail's last line, whole (a document may repeat a record),
-    or a block of lines each of which the document already used.
-
-    ``rest`` is what follows the square in the fragment: a cut right at a line's end
-    (before its line break) leaves that line complete, and a fragment that starts with it
-    and then a line break may be its re-emission or the same line again.
-    """
-    if len(square) >= len(tail):
-        return False  # the whole document again is a restart, not a repeated record
-    starts = tail[-len(square) - 1] == "\n" or square[0] == "\n"
-    ends = square.endswith("\n") or rest.startswith(("\n", "\r\n"))
-    record = square.strip("\r\n")
-    if starts and ends and record.count("\n") < RECORD_LINES:
-        # A line, a table row, a short code block: a record a document may repeat, where
-        # it is short or the document used it before (a fresh sentence twice is no text).
-        before = tail[-PERIODIC_WINDOW : len(tail) - len(square)]
-        if visible(record) < RECORD_VISIBLE or record in before:
-            return True
-    if "\n" not in square:
-        return False
-    # Lines: the square doubled repeats, whole, the lines it spans; that is plausible where
-    # each of them is a line the document already used (a small vocabulary of rows).
-    before = tail[: len(tail) - len(square)]
-    lines = square.split("\n")
-    lines[0] = before[before.rfind("\n") + 1 :] + lines[0]
-    lines[-1] += rest.split("\n", 1)[0] if "\n" in rest else "\0"  # an open last line: no
-    seen = set(before[-PERIODIC_WINDOW:].split("\n"))
-    if len(lines) * math.log2(max(2, len(seen))) > SURPRISE_BITS:
-        return False  # that many lines in that order: a coincidence too unlikely
-    return all(line.rstrip("\r") in seen or line in seen for line in lines if line.strip())
-
-
-def _breaks_line(append: str, text: str) -> bool:
-    """Whether the format inserted a line break before ``text`` (a lost one, restored)."""
-    return append.startswith(("\n", "\r\n")) and not text.startswith(("\n", "\r\n"))
-
-
-def _line_prefix(tail: str, square: str) -> bool:
-    """Whether ``square`` is only the start of the tail's unfinished last line."""
-    return "\n" not in square and (len(square) >= len(tail) or tail[-len(square) - 1] == "\n")
-
-
-def _duplicate_line(tail: str, append: str) -> bool:
-    """Whether ``tail + append`` holds two equal non-blank lines next to each other at the
-    seam (the line the cut is in, and the one before or after it), lines a document may
-    repeat: short ones, or ones it used before."""
-    before = tail[-4 * 1024 :].split("\n")
-    after = append[: 4 * 1024].split("\n")
-    cut_line = before[-1] + after[0]
-    lines = [*before[-3:-1], cut_line, *after[1:3]]
-    at = len(before[-3:-1])
-    neighbours = lines[max(0, at - 1) : at + 2]
-    earlier = "\n".join(before[:-3])  # the lines before the ones compared
-    return any(
-        a.strip()
-        and a.rstrip("\r") == b.rstrip("\r")
-        and (visible(a) < RECORD_VISIBLE or a.rstrip("\r") in earlier)
-        for a, b in pairwise(neighbours)
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,9 +119,9 @@ class Seam:
     #: whole records a document may repeat.
     aligned: Callable[[str, str, str], bool] = whole_lines
     #: Whether a square is structure a document cannot hold twice in a row (JSON: a key).
-    structural: Callable[[str], bool] = _no_structure
+    structural: Callable[[str], bool] = no_structure
     #: Whether ``tail + append`` holds two equal records next to each other at the seam.
-    duplicates: Callable[[str, str], bool] = _duplicate_line
+    duplicates: Callable[[str, str], bool] = duplicate_line
     #: The fragment is known to continue the text exactly (a prefilled reply): no lead,
     #: no repeat, no restart is looked for.
     exact: bool = False
@@ -265,80 +188,15 @@ class _Context:
     notes: list[str] = field(default_factory=list)
 
 
-def plausible_square(tail: str, square: str, seam: Seam, rest: str = "") -> bool:
-    """Could the document itself hold ``square`` twice in a row, the second at the cut?
-
-    That is what a fragment starting with the tail's last characters means when it is read
-    as an exact continuation. Plausible when the text is periodic there (the tail before
-    the square, or the fragment after it, repeats it), when the
-    square is whole records a document may repeat, or when it is short; implausible for a
-    word or number repeated from its start ("the bicy" + "bicycle") or 8+ visible
-    characters.
-    """
-    if not square:
-        return False
-    if _periodic(tail, square) or _continues_with(rest, square):
-        return True
-    if not seam.lines and not seam.in_string:  # JSON: white space is no part of the period
-        compact = "".join(square.split())
-        window = "".join(tail[-PERIODIC_WINDOW:].split())
-        if compact and _periodic(window, compact):
-            return True
-    if seam.aligned(tail, square, rest):
-        return True
-    if visible(square) >= CONFIRM or seam.structural(square):
-        return False
-    # Short squares: punctuation, white space or a couple of letters can double by
-    # chance ("ll", "00", ", "); so can one number ("19 19", "1919") and one whole word
-    # with a separator ("the the"). A word doubled with nothing between ("bicy" +
-    # "bicycle": "bicybicycle") or a phrase ("* In 2" + "* In 2001") is no text.
-    words = _WORDS.findall(square)
-    if sum(map(len, words)) <= 2:
-        return True
-    if len(words) != 1:
-        return False
-    if words[0].isdigit():
-        return True
-    return not (square[0].isalnum() and square[-1].isalnum())
-
-
-def _periodic(tail: str, square: str) -> bool:
-    """Whether the tail already repeats ``square``'s period just before it (zeros, rows)."""
-    if not tail.endswith(square):
-        return False
-    before = tail[: len(tail) - len(square)]
-    if before.endswith(square):
-        return True
-    if len(square) <= PERIODIC_SEARCH:
-        window = tail[-PERIODIC_WINDOW:]
-        if square + square in window or window.count(square) >= 3:
-            return True  # the document doubles this text, or keeps using it: it may again
-    period = _period(square)
-    return period < len(square) and before.endswith(square[:period])
-
-
-def _continues_with(rest: str, square: str) -> bool:
-    """Whether the fragment goes on with the square again (white space aside): the text
-    is periodic there, whatever the tail shows so far."""
-    period = _period(square)  # a periodic square goes on with its last period
-    unit = "".join(square[len(square) - period :].split())
-    if len(unit) < 2:
-        return False
-    return "".join(rest[: 2 * period + 64].split()).startswith(unit)
-
-
-def _period(text: str) -> int:
-    """The smallest p with ``text[p:] == text[:-p]``, found by the C string search: each
-    place the text's start recurs is checked whole (a few at most: ``PERIOD_TRIES``)."""
-    probe = text[: min(len(text) // 2, PERIOD_PROBE)]
-    at = 0
-    for _ in range(PERIOD_TRIES):
-        at = text.find(probe, at + 1) if probe else -1
-        if at < 0:
-            break
-        if text.startswith(text[at:]):
-            return at
-    return len(text)
+def _plausible_square(tail: str, square: str, seam: Seam, rest: str = "") -> bool:
+    return plausible_square(
+        tail,
+        square,
+        rest,
+        aligned=seam.aligned,
+        structural=seam.structural,
+        compact=not seam.lines and not seam.in_string,
+    )
 
 
 def _candidates(ctx: _Context, lead: Lead, start: int, notes: tuple[str, ...]) -> list[_Candidate]:
@@ -349,16 +207,16 @@ def _candidates(ctx: _Context, lead: Lead, start: int, notes: tuple[str, ...]) -
     for k in islice(exact_overlaps(ctx.tail, body), MAX_CANDIDATES):
         square = body[:k]
         info = visible(square)
-        confirmed = not plausible_square(ctx.tail, square, seam, body[k:])
+        confirmed = not _plausible_square(ctx.tail, square, seam, body[k:])
         if weak:  # an unsure preamble needs a long repeat, not the cut line's start again
-            prefix = _line_prefix(ctx.tail, square) and info < RESTART_MIN
+            prefix = line_prefix(ctx.tail, square) and info < RESTART_MIN
             confirmed = confirmed and info >= CONFIRM and not prefix
         out.append(_Candidate(lead, start, start + k, info, True, confirmed, notes))
     normalized = normalized_overlaps(ctx.tail, body, lines=seam.lines, in_string=seam.in_string)
     for end, info, size in islice(normalized, MAX_CANDIDATES):
         if info < 2 and seam.lines and "\n" not in body[:end]:
             continue  # one character matched modulo white space, within a line, says nothing
-        confirmed = not plausible_square(ctx.tail, ctx.tail[-size:], seam, body[end:])
+        confirmed = not _plausible_square(ctx.tail, ctx.tail[-size:], seam, body[end:])
         out.append(_Candidate(lead, start, start + end, info, False, confirmed, notes))
     return out
 
@@ -436,11 +294,11 @@ def _plausible(ctx: _Context, best: _Tried, rival: _Tried) -> bool:
     low, high = sorted((b.end, r.end))
     square = ctx.fragment[low:high]
     shorter = best if b.end == low else rival
-    if _line_prefix(ctx.tail, square) and _breaks_line(shorter.append, ctx.fragment[low:]):
+    if line_prefix(ctx.tail, square) and breaks_line(shorter.append, ctx.fragment[low:]):
         return True  # the reading with a line break inserted has two lines sharing a start
     if ctx.seam.lines and ctx.seam.duplicates(ctx.tail, shorter.append):
         return True  # the shorter reading repeats a line or row, as lists and tables do
-    if plausible_square(ctx.tail, square, ctx.seam, ctx.fragment[high:]):
+    if _plausible_square(ctx.tail, square, ctx.seam, ctx.fragment[high:]):
         return True
     return not (b.exact and r.exact) and not (b.confirmed and visible(square) >= CONFIRM)
 
@@ -622,12 +480,6 @@ def start_reading(
     lead = strong[-1]
     note = f"dropped a wrapper before the document: {lead.text!r:.80}"
     return Reading(Splice(0, lead.end), fragment[lead.end :], lead.fence, (note,))
-
-
-def fence_opener(line: str) -> str:
-    """The fence marker a line opens ('' when it opens none)."""
-    opened = fence_of(line if line.endswith("\n") else line + "\n")
-    return opened[0] if opened else ""
 
 
 def split_closing_fence(text: str, fence: str, *, line_start: bool) -> tuple[str, str]:

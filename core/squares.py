@@ -1,0 +1,191 @@
+"""When is a repeat proof? The *square* a seam would leave (SPEC 2.8).
+
+Reading a fragment that starts with the tail's last characters ``x`` as an exact
+continuation means the document holds ``x x``. Whether it plausibly can decides whether
+the repeat is evidence: a document may hold periodic text (``0,0,0,``), records again (a
+short line, a CSV row, scalars), a word or number twice ("the the", "19 19"); it does not
+hold a phrase or a long sentence twice in a row, a word doubled with nothing between
+("bicybicycle"), or JSON object structure twice (``"id": "id":``). Every check here is a C
+string operation over a bounded window, so weighing a seam stays O(fragment).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+from itertools import pairwise
+
+from core.overlap import visible
+
+#: Visible characters from which a repeat cannot be a coincidence (outside periodic text).
+CONFIRM = 8
+#: Places where a square's start recurs that are checked for a period, and the length of
+#: that start.
+PERIOD_TRIES = 8
+PERIOD_PROBE = 32
+#: A square up to this long is looked for, doubled, in the tail's last PERIODIC_WINDOW.
+PERIODIC_SEARCH = 256
+PERIODIC_WINDOW = 8192
+_WORDS = re.compile(r"[^\W_]+")
+#: A recombination of known records or values is a plausible coincidence up to this many
+#: bits of surprise (one in 65,536).
+SURPRISE_BITS = 16
+#: A line this short (visible characters) recurs in documents: a note, a label, a row.
+RECORD_VISIBLE = 48
+#: Whole lines up to this many, repeated, make a record a document may hold twice.
+RECORD_LINES = 3
+
+#: Whether ``square`` (text ending the tail, ``rest`` after it in the fragment) is whole
+#: records a document may repeat.
+Aligned = Callable[[str, str, str], bool]
+
+
+def no_structure(square: str) -> bool:
+    return False
+
+
+def whole_lines(tail: str, square: str, rest: str) -> bool:
+    """Whether ``square`` is the tail's last line, whole (a document may repeat a record),
+    or a block of lines each of which the document already used.
+
+    ``rest`` is what follows the square in the fragment: a cut right at a line's end
+    (before its line break) leaves that line complete, and a fragment that starts with it
+    and then a line break may be its re-emission or the same line again.
+    """
+    if len(square) >= len(tail):
+        return False  # the whole document again is a restart, not a repeated record
+    starts = tail[-len(square) - 1] == "\n" or square[0] == "\n"
+    ends = square.endswith("\n") or rest.startswith(("\n", "\r\n"))
+    record = square.strip("\r\n")
+    if starts and ends and record.count("\n") < RECORD_LINES:
+        # A line, a table row, a short code block: a record a document may repeat, where
+        # it is short or the document used it before (a fresh sentence twice is no text).
+        before = tail[-PERIODIC_WINDOW : len(tail) - len(square)]
+        if visible(record) < RECORD_VISIBLE or record in before:
+            return True
+    if "\n" not in square:
+        return False
+    # Lines: the square doubled repeats, whole, the lines it spans; that is plausible where
+    # each of them is a line the document already used (a small vocabulary of rows).
+    before = tail[: len(tail) - len(square)]
+    lines = square.split("\n")
+    lines[0] = before[before.rfind("\n") + 1 :] + lines[0]
+    lines[-1] += rest.split("\n", 1)[0] if "\n" in rest else "\0"  # an open last line: no
+    seen = set(before[-PERIODIC_WINDOW:].split("\n"))
+    if len(lines) * math.log2(max(2, len(seen))) > SURPRISE_BITS:
+        return False  # that many lines in that order: a coincidence too unlikely
+    return all(line.rstrip("\r") in seen or line in seen for line in lines if line.strip())
+
+
+def breaks_line(append: str, text: str) -> bool:
+    """Whether the format inserted a line break before ``text`` (a lost one, restored)."""
+    return append.startswith(("\n", "\r\n")) and not text.startswith(("\n", "\r\n"))
+
+
+def line_prefix(tail: str, square: str) -> bool:
+    """Whether ``square`` is only the start of the tail's unfinished last line."""
+    return "\n" not in square and (len(square) >= len(tail) or tail[-len(square) - 1] == "\n")
+
+
+def duplicate_line(tail: str, append: str) -> bool:
+    """Whether ``tail + append`` holds two equal non-blank lines next to each other at the
+    seam (the line the cut is in, and the one before or after it), lines a document may
+    repeat: short ones, or ones it used before."""
+    before = tail[-4 * 1024 :].split("\n")
+    after = append[: 4 * 1024].split("\n")
+    cut_line = before[-1] + after[0]
+    lines = [*before[-3:-1], cut_line, *after[1:3]]
+    at = len(before[-3:-1])
+    neighbours = lines[max(0, at - 1) : at + 2]
+    earlier = "\n".join(before[:-3])  # the lines before the ones compared
+    return any(
+        a.strip()
+        and a.rstrip("\r") == b.rstrip("\r")
+        and (visible(a) < RECORD_VISIBLE or a.rstrip("\r") in earlier)
+        for a, b in pairwise(neighbours)
+    )
+
+
+def plausible_square(
+    tail: str,
+    square: str,
+    rest: str = "",
+    *,
+    aligned: Aligned = whole_lines,
+    structural: Callable[[str], bool] = no_structure,
+    compact: bool = False,
+) -> bool:
+    """Could the document itself hold ``square`` twice in a row, the second at the cut?
+
+    That is what a fragment starting with the tail's last characters means when it is read
+    as an exact continuation. Plausible when the text is periodic there (the tail before
+    the square, or the fragment after it, repeats it), when the
+    square is whole records a document may repeat, or when it is short; implausible for a
+    word or number repeated from its start ("the bicy" + "bicycle") or 8+ visible
+    characters.
+    """
+    if not square:
+        return False
+    if periodic(tail, square) or continues_with(rest, square):
+        return True
+    if compact:  # JSON: white space is no part of the period
+        unit = "".join(square.split())
+        window = "".join(tail[-PERIODIC_WINDOW:].split())
+        if unit and periodic(window, unit):
+            return True
+    if aligned(tail, square, rest):
+        return True
+    if visible(square) >= CONFIRM or structural(square):
+        return False
+    # Short squares: punctuation, white space or a couple of letters can double by
+    # chance ("ll", "00", ", "); so can one number ("19 19", "1919") and one whole word
+    # with a separator ("the the"). A word doubled with nothing between ("bicy" +
+    # "bicycle": "bicybicycle") or a phrase ("* In 2" + "* In 2001") is no text.
+    words = _WORDS.findall(square)
+    if sum(map(len, words)) <= 2:
+        return True
+    if len(words) != 1:
+        return False
+    if words[0].isdigit():
+        return True
+    return not (square[0].isalnum() and square[-1].isalnum())
+
+
+def periodic(tail: str, square: str) -> bool:
+    """Whether the tail already repeats ``square``'s period just before it (zeros, rows)."""
+    if not tail.endswith(square):
+        return False
+    before = tail[: len(tail) - len(square)]
+    if before.endswith(square):
+        return True
+    if len(square) <= PERIODIC_SEARCH:
+        window = tail[-PERIODIC_WINDOW:]
+        if square + square in window or window.count(square) >= 3:
+            return True  # the document doubles this text, or keeps using it: it may again
+    period = period_of(square)
+    return period < len(square) and before.endswith(square[:period])
+
+
+def continues_with(rest: str, square: str) -> bool:
+    """Whether the fragment goes on with the square again (white space aside): the text
+    is periodic there, whatever the tail shows so far."""
+    period = period_of(square)  # a periodic square goes on with its last period
+    unit = "".join(square[len(square) - period :].split())
+    if len(unit) < 2:
+        return False
+    return "".join(rest[: 2 * period + 64].split()).startswith(unit)
+
+
+def period_of(text: str) -> int:
+    """The smallest p with ``text[p:] == text[:-p]``, found by the C string search: each
+    place the text's start recurs is checked whole (a few at most: ``PERIOD_TRIES``)."""
+    probe = text[: min(len(text) // 2, PERIOD_PROBE)]
+    at = 0
+    for _ in range(PERIOD_TRIES):
+        at = text.find(probe, at + 1) if probe else -1
+        if at < 0:
+            break
+        if text.startswith(text[at:]):
+            return at
+    return len(text)
