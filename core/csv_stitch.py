@@ -234,10 +234,15 @@ def _common_fields(tail: str, square: str) -> bool:
     enough (in bits) that their coming round again in that order is no rare coincidence."""
     if not any(c in square for c in ",\n"):
         return False
-    used = _VALUE_BREAK.split(tail[-LOOKAHEAD_CHARS : len(tail) - len(square)])
+    window = tail[-LOOKAHEAD_CHARS:]
+    used = _VALUE_BREAK.split(window[: len(window) - len(square)])
     seen = set(used)
-    # A small vocabulary (yes/no/agree answers) recombines freely, parts of values included.
-    small = len(seen) <= SMALL_VOCABULARY and len(used) >= 2 * len(seen)
+    # A small vocabulary (yes/no/agree answers) recombines freely, parts of values included,
+    # and any value the data holds (the square's own too) may come round again.
+    everywhere = _VALUE_BREAK.split(window)
+    small = len(set(everywhere)) <= SMALL_VOCABULARY and len(everywhere) >= 2 * len(seen)
+    if small:
+        seen |= set(everywhere)
     # The last value is the cut field itself: the document holds it whichever the reading.
     values = [value for value in _VALUE_BREAK.split(square)[:-1] if value]
     if not values or len(values) * math.log2(max(2, len(seen))) > SURPRISE_BITS:
