@@ -240,9 +240,10 @@ def _common_fields(tail: str, square: str) -> bool:
     # A small vocabulary (yes/no/agree answers) recombines freely, parts of values included,
     # and any value the data holds (the square's own too) may come round again.
     everywhere = _VALUE_BREAK.split(window)
-    small = len(set(everywhere)) <= SMALL_VOCABULARY and len(everywhere) >= 2 * len(seen)
+    vocabulary = set(everywhere)
+    small = len(vocabulary) <= SMALL_VOCABULARY and len(everywhere) >= 2 * len(vocabulary)
     if small:
-        seen |= set(everywhere)
+        seen |= vocabulary
     # The last value is the cut field itself: the document holds it whichever the reading.
     values = [value for value in _VALUE_BREAK.split(square)[:-1] if value]
     if not values or len(values) * math.log2(max(2, len(seen))) > SURPRISE_BITS:
