@@ -12,17 +12,21 @@ inside a quoted field continues correctly and a merge costs O(fragment).
 
 from __future__ import annotations
 
+import csv
+import io
 import math
 import re
 from dataclasses import replace
 from enum import StrEnum
+from functools import lru_cache
 from itertools import pairwise
+from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
 from core.extraction import clean_text
 from core.merge import Merge
-from core.overlap import MIN_OVERLAP
+from core.overlap import MIN_OVERLAP, visible
 from core.seam import (
     AMBIGUOUS,
     EMPTY,
@@ -34,7 +38,7 @@ from core.seam import (
     read_seam,
     start_reading,
 )
-from core.squares import SURPRISE_BITS, whole_lines
+from core.squares import CONFIRM, SURPRISE_BITS, whole_lines
 from core.text_stitch import close_wrapper
 
 #: Rows and characters of a reading checked against the header: enough to tell a glued or
@@ -84,6 +88,8 @@ def scan_rows(
     the number of those characters, not a Python step per character.
     """
     rows: Rows = []
+    if '"' not in text and (mode is CsvMode.QUOTED or "\n" not in text):
+        return (*_scan_plain(mode, delims, text), rows)
     pos = 0
     for match in _SPECIAL.finditer(text):
         at = match.start()
@@ -107,6 +113,20 @@ def scan_rows(
     if len(text) > pos and _starts_field(mode, text[pos:]):
         mode = CsvMode.UNQUOTED
     return mode, delims, rows
+
+
+def _scan_plain(mode: CsvMode, delims: int, text: str) -> tuple[CsvMode, int]:
+    """``scan_rows`` over text with no quote (and, outside a quoted field, no line break):
+    the commas are counted in C."""
+    if mode is CsvMode.QUOTED:
+        return mode, delims
+    commas = text.count(",")
+    if commas:
+        delims, mode = delims + commas, CsvMode.FIELD_START
+        text = text[text.rfind(",") + 1 :]
+    if text and _starts_field(mode, text):
+        mode = CsvMode.UNQUOTED
+    return mode, delims
 
 
 def _starts_field(mode: CsvMode, plain: str) -> bool:
@@ -203,6 +223,7 @@ def _seam(scan: CsvScan, tail: str) -> Seam:
         wrapper=scan.wrapper,
         aligned=_whole_row,
         duplicates=_duplicate_row,
+        token_cut=_field_cut,
     )
 
 
@@ -212,6 +233,8 @@ def _duplicate_row(tail: str, append: str) -> bool:
     start = window.find("\n") + 1 if len(tail) > len(window) else 0
     text = window[start:] + append[:DUPLICATE_WINDOW]
     cut = len(window) - start
+    if "\n" not in text:
+        return False  # one row, no neighbour to equal
     _, _, rows = scan_rows(CsvMode.ROW_START, 0, text)
     bounds = [0, *(end for end, _ in rows)]
     spans = [text[a:b].rstrip("\r\n") for a, b in pairwise(bounds)]
@@ -226,6 +249,10 @@ def _duplicate_row(tail: str, append: str) -> bool:
 DUPLICATE_WINDOW = 1024
 #: Distinct values under which a column's data counts as a small vocabulary.
 SMALL_VOCABULARY = 12
+#: Bits of surprise up to which fields repeating the row before's are a plausible
+#: coincidence (half the budget of a free recombination: neighbours are checked column by
+#: column, so each field is priced at its own column's rate).
+FIELD_BITS = SURPRISE_BITS / 2
 _VALUE_BREAK = re.compile(r'[,"\r\n]+')
 
 
@@ -235,6 +262,8 @@ def _common_fields(tail: str, square: str) -> bool:
     if not any(c in square for c in ",\n"):
         return False
     window = tail[-LOOKAHEAD_CHARS:]
+    if len(tail) <= LOOKAHEAD_CHARS and tail.find("\n") < len(tail) - len(square):
+        window = tail[tail.find("\n") + 1 :]  # the header's names are no data values
     used = _VALUE_BREAK.split(window[: len(window) - len(square)])
     seen = set(used)
     # A small vocabulary (yes/no/agree answers) recombines freely, parts of values included,
@@ -253,10 +282,106 @@ def _common_fields(tail: str, square: str) -> bool:
     )
 
 
+class _Columns(NamedTuple):
+    """What the data rows before the cut say about their columns."""
+
+    pairs: int  # consecutive rows
+    same: tuple[int, ...]  # per column: pairs holding the same value in it
+    values: tuple[frozenset[str], ...]  # per column: the values it holds
+
+
+@lru_cache(maxsize=16)
+def _columns(window: str) -> _Columns:
+    """The data rows in ``window``, its first line (the header or a row the window cuts)
+    and its last, unfinished, left out."""
+    try:
+        rows = list(csv.reader(io.StringIO(window, newline="")))[1:-1]
+    except csv.Error:  # a stray carriage return: no statistics, no plausibility from them
+        return _Columns(0, (), ())
+    width = max(map(len, rows), default=0)
+    same = [0] * width
+    for one, two in pairwise(rows):
+        for column, (a, b) in enumerate(zip(one, two, strict=False)):
+            same[column] += a == b
+    values = tuple(frozenset(row[i] for row in rows if i < len(row)) for i in range(width))
+    return _Columns(max(0, len(rows) - 1), tuple(same), values)
+
+
+def _field_cut(tail: str, square: str, after: str) -> bool:
+    """Whether the cut row ``square``, ended where it was cut, would end in a value its
+    column never held, one the re-emitted row goes on with (``...,Note:`` then ``...,Note:
+    the following rows are estimates``): then it is that row again, not a row of its own."""
+    if not after or after[0] in ",\r\n":
+        return False  # the re-emitted row ends the value there too
+    mode, delims, rows = scan_rows(CsvMode.ROW_START, 0, square)
+    if rows or mode in (CsvMode.QUOTED, CsvMode.FIELD_START, CsvMode.ROW_START):
+        return False  # no value begun (or a quote left open: no row to end)
+    value = (_fields(square) or [""])[-1]
+    known = _columns(tail[-LOOKAHEAD_CHARS:]).values
+    return bool(value) and (delims >= len(known) or value not in known[delims])
+
+
+def _fields(line: str) -> list[str]:
+    """The fields of one row's text (none where it holds a stray carriage return)."""
+    try:
+        return next(csv.reader([line]), [])
+    except csv.Error:
+        return []
+
+
+def _fields_again(tail: str, square: str) -> bool:
+    """Whether a square that spans one row break is fields repeating the row before's, in
+    columns where this data repeats values from row to row, with few bits of surprise.
+
+    Read exactly, ``tail = ... c a \n b`` and then ``a \n b`` again holds the rows
+    ``c a``, ``b a`` and ``b ...``: the whole fields of ``a`` repeat those of the row before
+    and the whole fields of ``b`` those of the row after. Categorical columns (a status, a
+    year, an answer) do that all the time; a column of names or ids seldom. Each whole
+    field costs -log2 of its column's share of equal neighbours (counted with half a pair
+    more, so that little data proves little); the cut field is the document's either way.
+    """
+    cut = len(tail) - len(square)
+    if square.count("\n") != 1 or cut <= 0:
+        return False
+    row_start = tail.rfind("\n", 0, cut) + 1
+    a, b = square.split("\n")
+    mode, delims, rows = scan_rows(CsvMode.ROW_START, 0, tail[row_start:cut])
+    end_mode, _, ends = scan_rows(mode, delims, a + "\n")
+    if rows or len(ends) != 1 or end_mode is not CsvMode.ROW_START:
+        return False  # a line break inside a quoted field: not one row ending
+    a, b = a.rstrip("\r"), b.rstrip("\r")
+    parsed, b_fields, again = (_fields(line) for line in (tail[row_start:cut] + a, b, b + a))
+    if len(again) != len(parsed):
+        return False  # ``b a`` is no row like ``c a``: the reading inserts a line break
+    whole = delims if mode in (CsvMode.ROW_START, CsvMode.FIELD_START) else delims + 1
+    columns = [*range(whole, len(parsed)), *range(len(b_fields) - 1)]
+    if not columns:
+        return False
+    pairs, same, values = _columns(tail[-LOOKAHEAD_CHARS:])
+    glued = len(b_fields) - 1
+    if (
+        0 <= glued < min(len(values), len(again))
+        and (whole > delims or b_fields[glued])
+        and visible(a.split(",", 1)[0]) >= CONFIRM
+        and again[glued] not in values[glued]
+    ):
+        # ``b a`` glues the cut value to (the end of) another: a value its column never
+        # held ("moved to Züric" + " cooperative was founded in 2019.", "2019-08" +
+        # "2019-12-19").
+        return False
+    bits = 0.0
+    for column in columns:
+        share = ((same[column] if column < len(same) else 0) + 0.5) / (pairs + 1)
+        bits -= math.log2(share)
+    return bits <= FIELD_BITS
+
+
 def _whole_row(tail: str, square: str, rest: str) -> bool:
     """Whether ``square`` is one whole row (quoted line breaks included), or fields the data
     keeps using (a small vocabulary of values recombines into new rows): data repeats."""
     if whole_lines(tail, square, rest) or _common_fields(tail, square):
+        return True
+    if _fields_again(tail, square):
         return True
     if len(square) >= len(tail) or tail[-len(square) - 1] != "\n":
         return False

@@ -36,7 +36,7 @@ def start_json(fragment: str) -> tuple[JsonScanner, Merge]:
     text, warnings = clean_text(fragment)
     start, found = find_json_start(text)
     warnings += found
-    scanned = _scan_appended(JsonScanner(), text[start:])
+    scanned = _scan_appended(_Feeds(JsonScanner()), text[start:])
     if scanned is None:
         scan = JsonScanner().feed(text[start:])
         err = scan.error
@@ -60,18 +60,17 @@ def merge_json(
     text, warnings = clean_text(fragment)
     if not text.strip():
         return scan, Merge.failed("the fragment is empty", *warnings)
-    scanned: dict[str, JsonScanner] = {}
+    feed = _Feeds(scan)
 
     def accept(candidate: str) -> tuple[str, str] | None:
-        result = _scan_appended(scan, candidate)
+        result = _scan_appended(feed, candidate)
         if result is None:
             return None
-        new, kept, more = result
-        scanned[kept] = new
+        _, kept, more = result
         return kept, "; ".join(more)
 
     def repair(candidate: str) -> tuple[str, str] | None:
-        fixed = _without_trailing_commas(scan, candidate)
+        fixed = _without_trailing_commas(feed, candidate)
         if fixed is None or (accepted := accept(fixed)) is None:
             return None
         return accepted[0], "; ".join(filter(None, ("removed a trailing comma", accepted[1])))
@@ -90,14 +89,14 @@ def merge_json(
     if reading is not None and error == REPEATED:
         reading = None  # a restart cut short adds nothing: retry rather than stall
     if reading is None:
-        err = scan.copy().feed(text).error
+        err = feed(text).error
         why = f"{err.message} at fragment character {err.at - scan.length}" if err else "?"
         if error == REPEATED:
             why = "the fragment restarted the document and did not reach the cut"
         return scan, Merge.failed(
             f"no reading of the seam is a valid continuation ({why})", *warnings
         )
-    new = scanned.get(reading.append) or scan.copy().feed(reading.append)
+    new = feed(reading.append)
     return new, Merge(
         ok=True,
         append=reading.append,
@@ -112,14 +111,31 @@ MAX_COMMA_FIXES = 8
 _TRAILING_COMMA = re.compile(r",(\s*)\Z")
 
 
-def _without_trailing_commas(scan: JsonScanner, text: str) -> str | None:
+class _Feeds:
+    """Scans of texts after one state, each done once: the readings of a seam are each
+    accepted, then perhaps repaired, then the chosen one kept, and a long fragment is
+    costly to scan."""
+
+    def __init__(self, scan: JsonScanner) -> None:
+        self.base = scan.length
+        self._scan = scan
+        self._done: dict[str, JsonScanner] = {}
+
+    def __call__(self, text: str) -> JsonScanner:
+        new = self._done.get(text)
+        if new is None:
+            new = self._done[text] = self._scan.copy().feed(text)
+        return new
+
+
+def _without_trailing_commas(feed: _Feeds, text: str) -> str | None:
     """``text`` with each comma that the scanner finds right before a closing bracket
     removed (``[1, 2,]``), or None when the text fails for another reason."""
     for _ in range(MAX_COMMA_FIXES):
-        err = scan.copy().feed(text).error
+        err = feed(text).error
         if err is None:
             return text
-        at = err.at - scan.length
+        at = err.at - feed.base
         if not 0 <= at < len(text) or text[at] not in "]}":
             return None
         comma = _TRAILING_COMMA.search(text, 0, at)
@@ -130,15 +146,19 @@ def _without_trailing_commas(scan: JsonScanner, text: str) -> str | None:
 
 
 _SCALAR_BREAK = re.compile(r"[,\s]+")
+_ROW_BREAK = re.compile(r"[,\s\[\]]+")
 
 
 def _scalar_run(tail: str, square: str) -> bool:
     """Whether a square is a few scalars of the open array, each one the data uses (ends
-    may be parts of one): ``998, 72, 1`` in ``[1998, 72, 1998, 72, 1...``."""
-    if any(c in square for c in '{}[]:"') or "," not in square:
+    may be parts of one): ``998, 72, 1`` in ``[1998, 72, 1998, 72, 1...``; or, in an
+    array of arrays, scalars across a row's end (``19, 68], [``: a row again, or a row
+    ending like the one before, as rows of a few values do)."""
+    if any(c in square for c in '{}:"') or "," not in square:
         return False
-    seen = set(_SCALAR_BREAK.split(tail[-8192:]))
-    values = [value for value in _SCALAR_BREAK.split(square) if value]
+    breaks = _ROW_BREAK if any(c in square for c in "[]") else _SCALAR_BREAK
+    seen = set(breaks.split(tail[-8192:]))
+    values = [value for value in breaks.split(square) if value]
     if not values or len(values) * math.log2(max(2, len(seen))) > SURPRISE_BITS:
         return False
     return all(value in seen or any(value in known for known in seen) for value in values)
@@ -174,23 +194,25 @@ def _elements(scan: JsonScanner) -> Callable[[str, str, str], bool]:
     return aligned
 
 
-def _scan_appended(scan: JsonScanner, text: str) -> tuple[JsonScanner, str, list[str]] | None:
-    """Scan ``text`` after ``scan``: the new state, the text to keep, warnings; or None."""
-    trial = scan.copy().feed(text)
+def _scan_appended(feed: _Feeds, text: str) -> tuple[JsonScanner, str, list[str]] | None:
+    """Scan ``text`` after the scan ``feed`` continues: the new state, the text to keep,
+    warnings; or None."""
+    trial = feed(text)
+    base = feed.base
     if trial.error is None:
         if trial.trailing_at < 0:
             return trial, text, []
-        cut = trial.trailing_at - scan.length
+        cut = trial.trailing_at - base
         kept, dropped = text[:cut], text[cut:]
         note = f"dropped text after the JSON: {dropped.strip()!r:.80}"
         if _JSONISH.search(dropped) and not _FENCE_AT.match(dropped):
             # More JSON after the end: the reading closed the document too early.
             note = f"{AMBIGUOUS}seam: the JSON closed, then more JSON followed: {dropped!r:.60}"
-        return scan.copy().feed(kept), kept, [note]
-    at = trial.error.at - scan.length
+        return feed(kept), kept, [note]
+    at = trial.error.at - base
     if at >= 0 and _FENCE_AT.match(text, at):
         kept = text[:at]
-        again = scan.copy().feed(kept)
+        again = feed(kept)
         if again.error is None:
             return again, kept, ["dropped a closing code fence"]
     return None

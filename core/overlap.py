@@ -175,6 +175,8 @@ def _line_overlaps(tail: str, body: str) -> Iterator[tuple[int, int, int]]:
     blanks = window[len(last) :]
     ntail, tail_ends = _squeeze(last)
     nbody, ends = _squeeze(body[:NORMALIZED_WINDOW])
+    if ntail == tail[-NORMALIZED_WINDOW:] and nbody == body[:NORMALIZED_WINDOW]:
+        return  # no white space to bend: every repeat is an exact one
     want = _newlines_at_end(window)
     for k in exact_overlaps(ntail, nbody):
         before = len(ntail) - k - 1
@@ -205,6 +207,8 @@ def _compact_overlaps(tail: str, body: str, in_string: bool) -> Iterator[tuple[i
     tail_ws = tail[len(tail.rstrip()) :]
     pieces = [(m.start(), m.group()) for m in _NON_WS.finditer(body[:NORMALIZED_WINDOW])]
     cbody = "".join(piece for _, piece in pieces)
+    if ctail == window and cbody == body[:NORMALIZED_WINDOW]:
+        return  # no white space on either side: every repeat is an exact one
     for k in exact_overlaps(ctail, cbody):
         end = _compact_end(pieces, k)
         if not in_string:

@@ -45,11 +45,14 @@ from core.merge import Merge
 from core.overlap import Splice, exact_overlaps, normalized_overlaps, visible
 from core.squares import (
     CONFIRM,
+    RECORD_LINES,
     breaks_line,
+    completes_known_word,
     duplicate_line,
     line_prefix,
     no_structure,
     plausible_square,
+    token_cut,
     whole_lines,
 )
 
@@ -59,6 +62,8 @@ HEAD_CHARS = 1024
 RESTART_MIN = 32
 #: Repeat lengths weighed per lead (longest first; periodic text offers hundreds).
 MAX_CANDIDATES = 48
+#: Characters of a fragment looked at for the rest of a word the cut split.
+MAX_WORD = 64
 #: Readings checked by the format per fragment (the best and its rivals).
 MAX_EVALS = 24
 #: Distinct documents gathered before the rest are left unchecked: the best and its rivals.
@@ -122,6 +127,9 @@ class Seam:
     structural: Callable[[str], bool] = no_structure
     #: Whether ``tail + append`` holds two equal records next to each other at the seam.
     duplicates: Callable[[str, str], bool] = duplicate_line
+    #: Whether the cut line ``square``, ended where it was cut, would end in a unit (a
+    #: word, a CSV value) the document never used, which the re-emission goes on with.
+    token_cut: Callable[[str, str, str], bool] = token_cut
     #: The fragment is known to continue the text exactly (a prefilled reply): no lead,
     #: no repeat, no restart is looked for.
     exact: bool = False
@@ -207,7 +215,9 @@ def _candidates(ctx: _Context, lead: Lead, start: int, notes: tuple[str, ...]) -
     for k in islice(exact_overlaps(ctx.tail, body), MAX_CANDIDATES):
         square = body[:k]
         info = visible(square)
-        confirmed = not _plausible_square(ctx.tail, square, seam, body[k:])
+        confirmed = not _plausible_square(ctx.tail, square, seam, body[k:]) or (
+            line_prefix(ctx.tail, square) and seam.token_cut(ctx.tail, square, body[k:])
+        )
         if weak:  # an unsure preamble needs a long repeat, not the cut line's start again
             prefix = line_prefix(ctx.tail, square) and info < RESTART_MIN
             confirmed = confirmed and info >= CONFIRM and not prefix
@@ -216,6 +226,8 @@ def _candidates(ctx: _Context, lead: Lead, start: int, notes: tuple[str, ...]) -
     for end, info, size in islice(normalized, MAX_CANDIDATES):
         if info < 2 and seam.lines and "\n" not in body[:end]:
             continue  # one character matched modulo white space, within a line, says nothing
+        if end == 1 and body[0] == "\n" and ctx.tail.endswith("\r"):
+            continue  # the LF of the CRLF the cut split: the text's own, no repeat
         confirmed = not _plausible_square(ctx.tail, ctx.tail[-size:], seam, body[end:])
         out.append(_Candidate(lead, start, start + end, info, False, confirmed, notes))
     return out
@@ -267,7 +279,43 @@ def _evaluate(ctx: _Context, cand: _Candidate) -> _Tried | None:
     return _Tried(cand, append, reading, repaired)
 
 
+def _verbatim_first(cands: list[_Candidate]) -> list[_Candidate]:
+    """The candidates, best first, where a verbatim repeat outranks a white-space-bent one
+    that ends at the same place and is only a few characters longer.
+
+    The two differ in what they take the lead's last line for (a fence, a blank line); the
+    bent one proves it a repeat only by bending white space. It does prove the repeat
+    itself, so the verbatim one counts as confirmed too (a repeat after an unsure lead
+    otherwise needs to be long).
+    """
+    bent: dict[int, int] = {}
+    for c in cands:
+        if c.confirmed and not c.exact and c.end > c.start:
+            bent[c.end] = max(bent.get(c.end, 0), c.info)
+    out = [
+        replace(c, confirmed=True)
+        if c.exact and c.end > c.start and c.end in bent and c.info + CONFIRM > bent[c.end]
+        else c
+        for c in cands
+    ]
+    verbatim: dict[int, int] = {}
+    for c in out:
+        if c.confirmed and c.exact and c.end > c.start:
+            verbatim[c.end] = max(verbatim.get(c.end, 0), c.info)
+
+    def key(c: _Candidate) -> tuple[int, ...]:
+        rank = c.key()
+        found = verbatim.get(c.end)
+        if c.confirmed and not c.exact and found is not None and c.info < found + CONFIRM:
+            return (1, found, -1, *rank[3:])
+        return rank
+
+    return sorted(out, key=key, reverse=True)
+
+
 def _same_document(ctx: _Context, one: _Tried, other: _Tried) -> bool:
+    if one.reading.fence != other.reading.fence:
+        return False  # one reading still has a wrapper's closer to drop, the other not
     if one.append == other.append:
         return True
     if ctx.seam.lines or ctx.seam.in_string:
@@ -283,6 +331,24 @@ def _plausible(ctx: _Context, best: _Tried, rival: _Tried) -> bool:
         low, high = sorted((b.lead.end, r.lead.end))
         if not ctx.fragment[low:high].strip():  # blank lines: the wrapper's, or the text's?
             run = ctx.tail[len(ctx.tail.rstrip()) :].count("\n")
+            if (
+                not run
+                and b.confirmed
+                and b.end > b.start
+                and r.end == r.start
+                and not best.repaired
+                and not (ctx.seam.lines and ctx.seam.duplicates(ctx.tail, rival.append))
+            ):
+                # Kept as text, they would break the cut line before text the best
+                # reading proved a repeat of it: the document does not say it twice
+                # (unless that is a whole line or row again, as lists and tables do).
+                return False
+            after = ctx.fragment[high:]
+            spaced = after[:1] == " " and not after[1:2].isspace()  # not an indentation
+            if not run and (spaced or completes_known_word(ctx.tail, after[:MAX_WORD])):
+                # The text after them goes on with the cut line (a space, the rest of a
+                # word the document uses): kept, they would break a line in the middle.
+                return False
             return run != 2  # a paragraph break is there already, unless blank lines go on
         if b.lead.end > r.lead.end:  # the best drops lines the rival keeps as content
             return b.lead.strength < Strength.STRONG and not b.confirmed
@@ -295,9 +361,14 @@ def _plausible(ctx: _Context, best: _Tried, rival: _Tried) -> bool:
     square = ctx.fragment[low:high]
     shorter = best if b.end == low else rival
     if line_prefix(ctx.tail, square) and breaks_line(shorter.append, ctx.fragment[low:]):
-        return True  # the reading with a line break inserted has two lines sharing a start
-    if ctx.seam.lines and ctx.seam.duplicates(ctx.tail, shorter.append):
-        return True  # the shorter reading repeats a line or row, as lists and tables do
+        # The reading with a line break inserted has two lines sharing a start: plausible,
+        # unless the first would end in a word the document does not know.
+        return shorter is best or not ctx.seam.token_cut(ctx.tail, square, ctx.fragment[high:])
+    few_lines = square.strip("\r\n").count("\n") < RECORD_LINES
+    if ctx.seam.lines and few_lines and ctx.seam.duplicates(ctx.tail, shorter.append):
+        # The shorter reading repeats a line or row, as lists and tables do (a longer
+        # block again is weighed whole, as a square).
+        return True
     if _plausible_square(ctx.tail, square, ctx.seam, ctx.fragment[high:]):
         return True
     return not (b.exact and r.exact) and not (b.confirmed and visible(square) >= CONFIRM)
@@ -323,7 +394,11 @@ def plan_seam(
     ctx = _Context(tail, head, total, fragment, seam, line_start=not tail or tail.endswith("\n"))
     cands: list[_Candidate] = []
     restarted: tuple[Lead, int] | None = None
-    leads = lead_candidates(fragment, prose=seam.prose, fence_strength=seam.fence_strength)
+    leads = _read_on(
+        tail,
+        fragment,
+        leads=lead_candidates(fragment, prose=seam.prose, fence_strength=seam.fence_strength),
+    )
     for lead in (NO_LEAD, *leads) if not seam.exact else ():
         body = fragment[lead.end :]
         dropped, note = seam.drop_repeat(body)
@@ -348,7 +423,7 @@ def plan_seam(
         cands += found
     if seam.exact:
         cands = [_Candidate(NO_LEAD, 0, 0, 0, True, False)]
-    cands.sort(key=_Candidate.key, reverse=True)
+    cands = _verbatim_first(cands)
     tried: list[_Tried] = []
     evals = 0
     for cand in cands:
@@ -399,6 +474,24 @@ def plan_seam(
     return reading, NO_SEAM
 
 
+def _read_on(tail: str, fragment: str, *, leads: list[Lead]) -> list[Lead]:
+    """Leads, made unsure where the first line reads on from the cut line: a space after
+    the cut text and no closing punctuation (" Continuing" then "the work of ...") may be
+    the sentence's own words, wrapped. Chat by its words, content by its place: a fence
+    after it still makes it a wrapper."""
+    if not tail or tail[-1].isspace() or fragment[:1] not in (" ", "\t"):
+        return leads
+    first = fragment.split("\n", 1)[0].rstrip()
+    if first.endswith((":", "!", ".", "?", ")")):
+        return leads
+    return [
+        replace(lead, strength=Strength.WEAK)
+        if lead.strength is Strength.STRONG and not lead.fence
+        else lead
+        for lead in leads
+    ]
+
+
 def _echo(ctx: _Context, cands: list[_Candidate]) -> str:
     """Whether the reply begins by re-sending received text from before the cut: all of it
     (``ECHOED``: a repeat cut short by the output limit, or text the document repeats) or
@@ -431,7 +524,14 @@ def read_seam(
 
 
 def _line_endings(head: str, tail: str, text: str, warnings: list[str]) -> str:
-    """Write a fragment's line breaks the way the document does (CRLF or LF)."""
+    """Write a fragment's line breaks the way the document does (CRLF or LF). A fragment
+    that starts with the LF of a CRLF the cut split keeps it as it is."""
+    if tail.endswith("\r") and text.startswith("\n"):
+        return "\n" + _as_document(head, tail, text[1:], warnings)
+    return _as_document(head, tail, text, warnings)
+
+
+def _as_document(head: str, tail: str, text: str, warnings: list[str]) -> str:
     sample = head if "\n" in head else tail
     nl = sample.find("\n")
     if nl < 0 or "\n" not in text:

@@ -27,7 +27,11 @@ PERIOD_PROBE = 32
 #: A square up to this long is looked for, doubled, in the tail's last PERIODIC_WINDOW.
 PERIODIC_SEARCH = 256
 PERIODIC_WINDOW = 8192
-_WORDS = re.compile(r"[^\W_]+")
+#: A word: letters and digits, with the combining marks that decorate them ("e\u0301").
+_MARKS = "\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
+_WORDS = re.compile(rf"[^\W_](?:[^\W_]|[{_MARKS}])*")
+_MARK = re.compile(rf"[{_MARKS}]")
+_SENTENCE_START = re.compile(r"[.!?] +[A-Z]")
 #: A recombination of known records or values is a plausible coincidence up to this many
 #: bits of surprise (one in 65,536).
 SURPRISE_BITS = 16
@@ -75,7 +79,28 @@ def whole_lines(tail: str, square: str, rest: str) -> bool:
     seen = set(before[-PERIODIC_WINDOW:].split("\n"))
     if len(lines) * math.log2(max(2, len(seen))) > SURPRISE_BITS:
         return False  # that many lines in that order: a coincidence too unlikely
-    return all(line.rstrip("\r") in seen or line in seen for line in lines if line.strip())
+    if all(line.rstrip("\r") in seen or line in seen for line in lines if line.strip()):
+        return True
+    return _block_again(tail, square, rest)
+
+
+def _block_again(tail: str, square: str, rest: str) -> bool:
+    """Whether the square's second copy, read exactly, is made of lines the document holds.
+
+    The second copy runs on from the first: its lines are the square's last line glued to
+    its first, the lines between, and the last line again, completed by the fragment.
+    Where each is a line the tail already has, the document repeats a block of lines (a
+    note, a list) once more; where the glued line is new, the repeat is no block.
+    """
+    parts = square.split("\n")
+    if "\n" not in rest:
+        return False  # the last line is still open: nothing to compare it with
+    ends = [parts[-1] + parts[0], parts[-1] + rest.split("\n", 1)[0]]
+    window = tail[-PERIODIC_WINDOW:].split("\n")
+    known = set(window[:-1] if len(tail) <= PERIODIC_WINDOW else window[1:-1])
+    if (len(parts) - 1) * math.log2(max(2, len(known))) > SURPRISE_BITS:
+        return False
+    return all(line.rstrip("\r") in known for line in ends if line.strip())
 
 
 def breaks_line(append: str, text: str) -> bool:
@@ -86,6 +111,58 @@ def breaks_line(append: str, text: str) -> bool:
 def line_prefix(tail: str, square: str) -> bool:
     """Whether ``square`` is only the start of the tail's unfinished last line."""
     return "\n" not in square and (len(square) >= len(tail) or tail[-len(square) - 1] == "\n")
+
+
+def token_cut(tail: str, square: str, after: str) -> bool:
+    """Whether the cut line ``square`` ends inside a word that the fragment's copy of the
+    line goes on with (``disagree,y`` then ``disagree,yes``), a word the document never
+    used whole: ended there by a line break, the line would hold a token the text does not
+    know, so it is the line re-emitted, not a line of its own."""
+    if not (square[-1:].isalnum() and after[:1].isalnum()):
+        return False
+    word = _LAST_WORD.search(square)
+    if word is None:
+        return False
+    return not _known_word(word.group(), tail[-PERIODIC_WINDOW : len(tail) - len(square)])
+
+
+_LAST_WORD = re.compile(r"[^\W_]+\Z")
+_FIRST_WORD = re.compile(r"[^\W_]*")
+
+
+def _first_word(text: str) -> str:
+    match = _FIRST_WORD.match(text)
+    return match.group() if match else ""
+
+
+def _known_word(word: str, text: str) -> bool:
+    return re.search(rf"(?<![^\W_]){re.escape(word)}(?![^\W_])", text) is not None
+
+
+def completes_known_word(tail: str, text: str) -> bool:
+    """Whether ``text`` goes on with the word the tail ends in, making one the document
+    uses elsewhere ("pe" + "ople." is "people")."""
+    last = _LAST_WORD.search(tail)
+    start = _first_word(text)
+    if last is None or not start:
+        return False
+    window = tail[-PERIODIC_WINDOW : last.start()]
+    return _known_word(last.group() + start, window)
+
+
+def _glues_unknown(tail: str, square: str, rest: str) -> bool:
+    """Whether reading a letter or two again as text glues a word the document does not
+    use where reading them as a repeat makes one it does (``Note: t`` + ``e: the``: "te:"
+    against "the")."""
+    last = _LAST_WORD.search(tail)
+    if last is None:
+        return False
+    again = last.group() + _first_word(square + rest)
+    once = last.group() + _first_word(rest)
+    if again == once or not once.isalpha():
+        return False
+    window = tail[-PERIODIC_WINDOW : last.start()]  # the cut word itself proves nothing
+    return _known_word(once, window) and not _known_word(again, window)
 
 
 def duplicate_line(tail: str, append: str) -> bool:
@@ -144,12 +221,16 @@ def plausible_square(
     # "bicycle": "bicybicycle") or a phrase ("* In 2" + "* In 2001") is no text.
     words = _WORDS.findall(square)
     if sum(map(len, words)) <= 2:
-        return True
+        return not _glues_unknown(tail, square, rest)
     if len(words) != 1:
-        return False
+        # A short sentence may be said twice ("It grew. It grew."); a phrase cut anywhere
+        # else is not.
+        return _SENTENCE_START.match(square) is not None and rest[:1] in (".", "!", "?")
     if words[0].isdigit():
         return True
-    return not (square[0].isalnum() and square[-1].isalnum())
+    if token_cut(tail, square, rest):
+        return False  # " eno" twice, the second going on ("eno enough"): no word doubled
+    return not (square[0].isalnum() and (square[-1].isalnum() or _MARK.match(square[-1])))
 
 
 def periodic(tail: str, square: str) -> bool:

@@ -148,55 +148,61 @@ def test_scanner_follows_the_csv_module(
         pytest.param(
             ["id,name\n1,Alice\n", "2,Bob\n"],
             "id,name\n1,Alice\n2,Bob\n",
-False,
+            False,
             id="exact-continuation-at-a-row-boundary",
         ),
         pytest.param(
             ["id,name\n1,Alice\n2,Bo", "1,Alice\n2,Bob\n3,Carol\n"],
             "id,name\n1,Alice\n2,Bob\n3,Carol\n",
-False,
+            False,
             id="long-overlap-spanning-rows-is-removed-once",
         ),
         pytest.param(
             ["id,name\n1,Alice\n2,Bo", "2,Bob\n3,Carol\n"],
             "id,name\n1,Alice\n2,Bob\n3,Carol\n",
-True,
+            False,
+            id="cut-row-re-emitted-not-a-row-ending-in-a-word-the-data-never-used",
+        ),
+        pytest.param(
+            ["id,name\n1,Bo\n2,Bo", "2,Bob\n3,Carol\n"],
+            "id,name\n1,Bo\n2,Bob\n3,Carol\n",
+            True,
             id="cut-row-re-emitted-or-a-complete-row-then-a-lost-line-break",
         ),
         pytest.param(
             ["id,name\n1,Alice Smith\n2,Bob Jones\n", "id,name\n2,Bob Jones\n3,Carol\n"],
             "id,name\n1,Alice Smith\n2,Bob Jones\n3,Carol\n",
-True,
+            True,
             id="repeated-header-then-repeated-row",
         ),
         pytest.param(
             ["id,name\n1,Alice\n2,Bob Jones\n", "2,Bob Jones\r\n3,Carol\r\n"],
             "id,name\n1,Alice\n2,Bob Jones\n3,Carol\n",
-True,
+            True,
             id="row-level-overlap-with-other-line-endings-is-removed-once",
         ),
         pytest.param(
             ["id,name\n1,Alice Smith\n2,Bob Jo", "Here is the continuation:\n2,Bob Jones\n"],
             "id,name\n1,Alice Smith\n2,Bob Jones\n",
-True,
+            False,
             id="prose-preamble-before-the-overlap-is-dropped",
         ),
         pytest.param(
             ["id,name\n1,Alice Smith\n2,Bob Jo", "```csv\n2,Bob Jones\n3,Carol\n```"],
             "id,name\n1,Alice Smith\n2,Bob Jones\n3,Carol\n",
-True,
+            False,
             id="code-fence-wrapper-around-an-overlap-is-dropped-with-its-closing-line",
         ),
         pytest.param(
             ["id,name\n1,Alice\n", "```csv\n2,Bob\n```"],
             "id,name\n1,Alice\n2,Bob\n",
-False,
+            False,
             id="code-fence-wrapper-around-an-exact-continuation-is-dropped",
         ),
         pytest.param(
             ["id,name\n1,Alice\n", "Sure, here it is:\n```\n2,Bob\n```\n"],
             "id,name\n1,Alice\n2,Bob\n",
-False,
+            False,
             id="prose-and-bare-fence-before-an-exact-continuation-are-dropped",
         ),
     ],
@@ -392,3 +398,11 @@ def test_merge_on_an_empty_scan_is_a_start() -> None:
     scan, merge = merge_csv(CsvScan(), "", "```csv\nid,name\n1,a\n```")
     assert merge.append == "id,name\n1,a\n"
     assert scan.fields == 2
+
+
+def test_a_repeat_ending_at_a_row_end_before_any_data_statistics() -> None:
+    """A repeat of the first data row's end, cut right after its line break: no row is
+    left to glue, and no column statistics exist yet (this raised IndexError once)."""
+    text, _, merges = stitch("h1,h2\nfoobarbazquxquux,yy\n", "bazquxquux,yy\n2,x\n")
+    assert text == "h1,h2\nfoobarbazquxquux,yy\n2,x\n"
+    assert merges[-1].ok
