@@ -38,6 +38,7 @@ from api.models import Health as HealthReport
 from api.output import media_type, present, snapshot
 from api.settings import ApiSettings, api_settings
 from core import JobSpec, JobState
+from core.ids import BATCH_ID_PATTERN, ID_PATTERN
 from workers.app import make_app
 from workers.calls import ProviderPool
 from workers.providers.registry import load_profiles
@@ -45,14 +46,14 @@ from workers.ratelimit import TokenBucket
 from workers.runtime import Runtime
 from workers.settings import Settings
 from workers.store import JobRecord, JobStatus, JobStore
-from workers.submit import ID_PATTERN, submit_batch, submit_job
+from workers.submit import OverLimit, submit_batch, submit_job
 from workers.views import batch_view, job_view
 
 VERSION = "1"
 ITERATE = "continuum.iterate"
 
 JobId = Annotated[str, Path(pattern=ID_PATTERN, description="A job id.", examples=["report-7"])]
-BatchId = Annotated[str, Path(pattern=ID_PATTERN, description="A batch id.")]
+BatchId = Annotated[str, Path(pattern=BATCH_ID_PATTERN, description="A batch id.")]
 
 
 _LOCATION = {"Location": {"description": "The new resource.", "schema": {"type": "string"}}}
@@ -161,7 +162,10 @@ def _routes(svc: Service) -> APIRouter:
         """Create a job from a JobSpec and queue its first iteration. With a `job_id`, the
         submit is idempotent: the same id and spec again answers 200 (`created: false`)
         and queues nothing; the same id with a different spec is refused (409)."""
-        done = submit_job(svc.rt, spec, svc.enqueue)
+        try:
+            done = submit_job(svc.rt, spec, svc.enqueue)
+        except OverLimit as exc:
+            raise ApiError(422, str(exc), code="over_limit") from None
         response.headers["Location"] = f"/v1/jobs/{done.job_id}"
         if not done.created:
             record = svc.store.load(done.job_id)

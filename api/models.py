@@ -11,11 +11,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from core.ids import BATCH_ID_PATTERN, MAX_BATCH_JOBS
 from core.state import ContinuationMetadata
 from workers.store import JobStatus
-from workers.submit import ID_PATTERN
 
-MAX_BATCH = 10_000
+MAX_BATCH = MAX_BATCH_JOBS
 
 
 class BatchRequest(BaseModel):
@@ -31,7 +31,7 @@ class BatchRequest(BaseModel):
     )
     batch_id: str | None = Field(
         default=None,
-        pattern=ID_PATTERN,
+        pattern=BATCH_ID_PATTERN,
         description="Client-chosen batch id; submitting the same batch twice creates it once.",
     )
 

@@ -84,6 +84,7 @@ def run_demo(args: argparse.Namespace) -> int:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_"))}
     env.update(
         CONTINUUM_PROFILES=str(demo_dir / "profiles.toml"),
+        CONTINUUM_ENABLE_SIM="1",  # the demo's model is the simulator
         CONTINUUM_LEASE_TTL_S="4",  # a killed worker's iterations come back in ~4 s
         CONTINUUM_QUEUE_GRACE_S="30",
         CONTINUUM_WATCHDOG_INTERVAL_S="0.5",

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from cli.connect import NoRedis, redis_url
+from core.ids import check_id
 
 
 def register(commands: Any) -> None:
@@ -24,7 +25,7 @@ def register(commands: Any) -> None:
         "cancelled), iteration, progress, fallbacks and errors. Uses REDIS_URL, else the "
         "embedded Redis in ./var/redis.",
     )
-    s.add_argument("id", metavar="ID", help="job id (or batch id with --batch)")
+    s.add_argument("id", metavar="ID", type=an_id, help="job id (or batch id with --batch)")
     s.add_argument("--batch", action="store_true", help="ID is a batch: aggregated progress")
     s.add_argument("--json", action="store_true", help="print JSON (the status API's shape)")
     s.set_defaults(run=run_status)
@@ -35,7 +36,7 @@ def register(commands: Any) -> None:
         description="Write the result of an ended job to FILE (or stdout). Exit 0 "
         "succeeded, 3 partial (the partial result is written), 1 otherwise.",
     )
-    r.add_argument("id", metavar="ID", help="job id")
+    r.add_argument("id", metavar="ID", type=an_id, help="job id")
     r.add_argument("-o", "--output", metavar="FILE", help="write the result here")
     r.set_defaults(run=run_result)
 
@@ -45,9 +46,17 @@ def register(commands: Any) -> None:
         description="Cancel a job, or every job of a batch with --batch. A job stops at "
         "its next iteration; what it has produced so far is kept.",
     )
-    c.add_argument("id", metavar="ID", help="job id (or batch id with --batch)")
+    c.add_argument("id", metavar="ID", type=an_id, help="job id (or batch id with --batch)")
     c.add_argument("--batch", action="store_true", help="ID is a batch: cancel all its jobs")
     c.set_defaults(run=run_cancel)
+
+
+def an_id(value: str) -> str:
+    """An argument that must be a job or batch id (``core.ids``): a usage error else."""
+    try:
+        return check_id(value, "id")
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _store() -> Any:

@@ -112,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
     # Imported here: `continuum stitch` and `--help` need none of the HTTP stack.
     from workers.calls import ProviderPool, UnknownProfile  # noqa: PLC0415
     from workers.local import Outcome, run_job  # noqa: PLC0415
-    from workers.providers.registry import load_profiles  # noqa: PLC0415
+    from workers.providers.registry import SIM_SWITCH, load_profiles  # noqa: PLC0415
 
     try:
         spec = build_spec(args)
@@ -120,6 +120,9 @@ def run(args: argparse.Namespace) -> int:
         return _usage(describe(exc))
     except (OSError, ValueError) as exc:
         return _usage(str(exc))
+    # One job on this machine: the simulated LLM serves it when no key is set (and no
+    # provider is named), so the command works anywhere; workers leave the sim off.
+    os.environ.setdefault(SIM_SWITCH, "1")
     try:
         profiles = load_profiles(os.environ)
     except ValueError as exc:

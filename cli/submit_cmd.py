@@ -96,7 +96,7 @@ def _submit(args: argparse.Namespace, spec: Any) -> int:
     from core import JobSpec  # noqa: PLC0415
     from workers.runtime import build_runtime  # noqa: PLC0415
     from workers.settings import get_settings  # noqa: PLC0415
-    from workers.submit import submit_job  # noqa: PLC0415
+    from workers.submit import OverLimit, submit_job  # noqa: PLC0415
 
     # Imported once REDIS_URL is set: the Celery app reads the settings at import.
     from workers.tasks import enqueue_iteration  # noqa: PLC0415
@@ -109,7 +109,10 @@ def _submit(args: argparse.Namespace, spec: Any) -> int:
         return _usage(str(exc))
     done = None
     try:
-        done = submit_job(rt, spec, enqueue_iteration)
+        try:
+            done = submit_job(rt, spec, enqueue_iteration)
+        except OverLimit as exc:
+            return _usage(str(exc))
         if not done.created:
             record = rt.store.load(done.job_id)
             if record is not None and _differs(JobSpec, record.spec, spec):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import time
@@ -44,6 +45,11 @@ def run_up(args: argparse.Namespace) -> int:
         return 2
     signal.signal(signal.SIGTERM, _raise_stop)
     print("continuum up: starting (logs in var/log)", flush=True)
+    # A local stack (loopback): the simulated LLM serves jobs that name no provider when
+    # no key is set. A deploy runs `continuum worker`, where the sim is off unless enabled.
+    from workers.providers.registry import SIM_SWITCH  # noqa: PLC0415 - httpx, adapters
+
+    os.environ.setdefault(SIM_SWITCH, "1")
     stack = Stack()
     try:
         stack.redis()

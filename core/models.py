@@ -23,6 +23,8 @@ from pydantic import (
     model_validator,
 )
 
+from core.ids import ID_PATTERN
+
 SPEC_VERSION: Final = 1
 
 
@@ -153,7 +155,7 @@ class JobSpec(_Strict):
     version: Literal[1] = SPEC_VERSION
     job_id: str | None = Field(
         default=None,
-        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$",
+        pattern=ID_PATTERN,
         description="Client-chosen id; submitting the same id twice creates one job.",
     )
     prompt: str | None = None

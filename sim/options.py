@@ -12,8 +12,18 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 Format = Literal["json", "csv", "markdown", "text"]
+#: The most a request may ask for in its model name (``sim:size=...``): whoever can submit
+#: a job chooses those options, so none may exhaust the server's memory or hold a worker
+#: for long. The server's own options (``continuum sim --options``) may go further.
+REQUEST_LIMITS: dict[str, float] = {
+    "size": 20_000_000,
+    "overlap": 100_000,
+    "hang": 120.0,
+    "latency": 120.0,
+    "retry_after": 600.0,
+}
 Chance = Annotated[float, Field(ge=0.0, le=1.0)]
-Seconds = Annotated[float, Field(ge=0.0)]
+Seconds = Annotated[float, Field(ge=0.0, le=86_400.0)]
 
 #: The chaos knobs that are probabilities, in the order a call draws them.
 CHAOS_KNOBS = (
@@ -88,8 +98,8 @@ class SimOptions(BaseModel):
     format: Format | None = None
     size: Annotated[int, Field(gt=0, le=500_000_000)] = 20000
     seed: int = 0
-    chars_per_token: Annotated[float, Field(gt=0)] = 4.0
-    overlap: Annotated[int, Field(ge=0)] = 200
+    chars_per_token: Annotated[float, Field(gt=0, le=1_000)] = 4.0
+    overlap: Annotated[int, Field(ge=0, le=10_000_000)] = 200
     marker: bool = True
     fence: Chance = 0.0
     prose: Chance = 0.0
@@ -173,6 +183,11 @@ def model_options(model: str, base: SimOptions) -> SimOptions:
     Any other model name is served with the server's options.
     """
     name, sep, spec = model.partition(":")
-    if sep and name.strip() == "sim":
-        return SimOptions.parse(spec, base)
-    return base
+    if not (sep and name.strip() == "sim"):
+        return base
+    options = SimOptions.parse(spec, base)
+    for key, most in REQUEST_LIMITS.items():
+        value = getattr(options, key)
+        if value > max(most, getattr(base, key)):
+            raise ValueError(f"sim option {key}={value!r}: at most {most:g} in a model name")
+    return options

@@ -16,6 +16,11 @@ import redis
 import uvicorn
 
 from workers.embedded import EmbeddedRedis
+from workers.providers.registry import SIM_SWITCH
+
+# The tests' model is the simulator, off by default in a worker: enable it for this
+# process and every worker, API and CLI process the tests start (they inherit it).
+os.environ.setdefault(SIM_SWITCH, "1")
 
 
 def free_port() -> int:

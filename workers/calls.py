@@ -26,7 +26,7 @@ from workers.providers.base import (
     ProviderError,
 )
 from workers.providers.profiles import Profile
-from workers.providers.registry import default_providers, make_provider
+from workers.providers.registry import NO_PROVIDER, default_providers, make_provider
 from workers.providers.retry import call_with_retries
 
 
@@ -52,6 +52,8 @@ class ProviderPool:
     def names_for(self, state: JobState) -> list[str]:
         """The job's profiles, or the default ones; refuses names not configured."""
         names = list(state.spec.providers) or default_providers(self.env)
+        if not names:
+            raise UnknownProfile(NO_PROVIDER)
         unknown = [n for n in names if n not in self.profiles]
         if unknown:
             known = ", ".join(sorted(self.profiles))

@@ -8,11 +8,16 @@
 {prefix}batch:{id}          set: the jobs of a batch
 {prefix}batch:{id}:meta     hash: the batch's size and creation time
 {prefix}bucket:{profile}    hash: a provider's shared token bucket
+
+Ids obey ``core.ids`` (no ``:``), so no id names another job's key; a key is never built
+for an id that does not (``ValueError``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from core.ids import check_id
 
 DEFAULT_PREFIX = "continuum:"
 
@@ -22,26 +27,26 @@ class Keys:
     prefix: str = DEFAULT_PREFIX
 
     def job(self, job_id: str) -> str:
-        return f"{self.prefix}job:{job_id}"
+        return f"{self.prefix}job:{check_id(job_id)}"
 
     def output(self, job_id: str) -> str:
-        return f"{self.prefix}job:{job_id}:out"
+        return f"{self.prefix}job:{check_id(job_id)}:out"
 
     def lease(self, job_id: str) -> str:
-        return f"{self.prefix}job:{job_id}:lease"
+        return f"{self.prefix}job:{check_id(job_id)}:lease"
 
     def commits(self, job_id: str) -> str:
-        return f"{self.prefix}job:{job_id}:commits"
+        return f"{self.prefix}job:{check_id(job_id)}:commits"
 
     @property
     def active(self) -> str:
         return f"{self.prefix}active"
 
     def batch(self, batch_id: str) -> str:
-        return f"{self.prefix}batch:{batch_id}"
+        return f"{self.prefix}batch:{check_id(batch_id, 'batch id')}"
 
     def batch_meta(self, batch_id: str) -> str:
-        return f"{self.prefix}batch:{batch_id}:meta"
+        return f"{self.prefix}batch:{check_id(batch_id, 'batch id')}:meta"
 
     def bucket(self, profile: str) -> str:
         return f"{self.prefix}bucket:{profile}"

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Final, cast
 import sentry_sdk
 from sentry_sdk.integrations.celery import CeleryIntegration
 
+from core.ids import ID_PATTERN
 from workers.providers.redact import redact
 from workers.settings import Settings
 
@@ -43,8 +44,8 @@ TEXT_KEYS: Final = frozenset(
         "suffix",
     }
 )
-# The ids the task contract accepts (``workers.submit.ID_PATTERN``): safe to show.
-_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
+# The ids the task contract accepts (``core.ids``): safe to show.
+_ID = re.compile(ID_PATTERN)
 
 
 def scrub(value: Any, names: Iterable[str] = ()) -> Any:

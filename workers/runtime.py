@@ -34,6 +34,8 @@ class Runtime:
     def profile_for(self, state: JobState) -> Profile | None:
         """The profile that serves the job's next call (None: not configured)."""
         names = list(state.spec.providers) or default_providers(self.pool.env)
+        if not names:
+            return None
         return self.pool.profiles.get(names[min(state.provider_index, len(names) - 1)])
 
     def queue_for(self, state: JobState) -> str:

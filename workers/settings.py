@@ -38,6 +38,16 @@ class Settings(BaseSettings):
     )
     #: Share of tasks traced (transactions); 0: errors only.
     sentry_traces_sample_rate: float = Field(default=0.0, ge=0, le=1)
+    # The most a job may ask for (``workers.submit.over_limits``): a spec above one is
+    # refused at submission, naming the setting. Whoever can submit a job chooses these
+    # numbers, and each one is paid for in model calls, memory or time.
+    limit_max_output_tokens: int = Field(default=200_000, gt=0)
+    limit_max_attempts: int = Field(default=10_000, gt=0)
+    limit_max_repair_attempts: int = Field(default=10, ge=0)
+    limit_max_merge_failures: int = Field(default=1_000, gt=0)
+    limit_stall_limit: int = Field(default=1_000, gt=0)
+    limit_context_budget_chars: int = Field(default=1_000_000, gt=0)
+    limit_overlap_chars: int = Field(default=100_000, gt=0)
 
 
 @lru_cache(maxsize=1)

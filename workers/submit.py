@@ -10,7 +10,6 @@ says what is wrong.
 from __future__ import annotations
 
 import json
-import re
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -20,20 +19,45 @@ from typing import Any
 from pydantic import ValidationError
 
 from core import JobSpec, start
+from core.ids import is_id
 from core.models import describe_errors
 from workers.runtime import Runtime
+from workers.settings import Settings
 
 #: ``enqueue(job_id, iteration, countdown_s, queue)`` sends ``continuum.iterate``.
 Enqueue = Callable[[str, int, float, str], None]
-
-ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
-
 
 @dataclass(frozen=True)
 class Submitted:
     job_id: str
     created: bool
     error: str | None = None
+
+
+class OverLimit(ValueError):
+    """A spec asks for more than the operator allows (``Settings.limit_*``)."""
+
+
+def over_limits(spec: JobSpec, settings: Settings) -> str | None:
+    """What in ``spec`` exceeds the operator's limits, in words (None: nothing)."""
+    cfg = spec.continuation
+    asked = {
+        "max_output_tokens": spec.max_output_tokens,
+        "continuation.max_attempts": cfg.max_attempts,
+        "validation.max_repair_attempts": spec.validation.max_repair_attempts,
+        "continuation.max_merge_failures": cfg.max_merge_failures,
+        "continuation.stall_limit": cfg.stall_limit,
+        "continuation.context_budget_chars": cfg.context_budget_chars,
+        "continuation.overlap_chars": cfg.overlap_chars,
+    }
+    problems = []
+    for field, value in asked.items():
+        setting = "limit_" + field.rpartition(".")[2]
+        most = getattr(settings, setting)
+        if value > most:
+            env = f"CONTINUUM_{setting.upper()}"
+            problems.append(f"{field}: {value} is over this deployment's limit {most} ({env})")
+    return "; ".join(problems) or None
 
 
 def new_id() -> str:
@@ -43,7 +67,11 @@ def new_id() -> str:
 def submit_job(
     rt: Runtime, spec: JobSpec, enqueue: Enqueue, *, batch: str | None = None
 ) -> Submitted:
-    """Create the job (unless its id exists) and enqueue its iteration 0."""
+    """Create the job (unless its id exists) and enqueue its iteration 0; ``OverLimit``
+    (nothing created) when the spec asks for more than the operator allows."""
+    problem = over_limits(spec, rt.settings)
+    if problem is not None:
+        raise OverLimit(problem)
     job_id = spec.job_id or new_id()
     state = start(spec)
     created = rt.store.create(
@@ -88,12 +116,16 @@ def submit_batch(
         except ValidationError as exc:
             named = raw.get("job_id") if isinstance(raw, dict) else None
             job_id = f"{batch_id}.{index}"
-            if isinstance(named, str) and re.fullmatch(ID_PATTERN, named):
+            if is_id(named):
                 job_id = named
             out.append(record_invalid(rt, job_id, raw, describe_errors(exc), batch=batch_id))
             continue
         if spec.job_id is None:
             # A stable id per position: resubmitting the same batch creates nothing twice.
             spec = spec.model_copy(update={"job_id": f"{batch_id}.{index}"})
-        out.append(submit_job(rt, spec, enqueue, batch=batch_id))
+        try:
+            out.append(submit_job(rt, spec, enqueue, batch=batch_id))
+        except OverLimit as exc:
+            job_id = spec.job_id or f"{batch_id}.{index}"
+            out.append(record_invalid(rt, job_id, raw, str(exc), batch=batch_id))
     return batch_id, out

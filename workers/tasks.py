@@ -22,12 +22,13 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from core import JobSpec
+from core.ids import BATCH_ID_PATTERN, ID_PATTERN, MAX_BATCH_JOBS, is_id
 from core.models import describe_errors
 from workers import callbacks
 from workers.app import app
 from workers.iteration import JobFailed, run_iteration
 from workers.runtime import runtime
-from workers.submit import ID_PATTERN, record_invalid, submit_batch, submit_job
+from workers.submit import OverLimit, new_id, record_invalid, submit_batch, submit_job
 
 log = logging.getLogger("continuum.tasks")
 
@@ -39,13 +40,13 @@ class InvalidMessage(ValueError):
 class GenerateArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
     spec: JobSpec
-    batch: str | None = Field(None, pattern=ID_PATTERN)
+    batch: str | None = Field(None, pattern=BATCH_ID_PATTERN)
 
 
 class BatchArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    specs: list[dict[str, Any]] = Field(min_length=1, max_length=10_000)
-    batch_id: str | None = Field(None, pattern=ID_PATTERN)
+    specs: list[dict[str, Any]] = Field(min_length=1, max_length=MAX_BATCH_JOBS)
+    batch_id: str | None = Field(None, pattern=BATCH_ID_PATTERN)
 
 
 class IterateArgs(BaseModel):
@@ -85,7 +86,12 @@ def generate(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
         if job_id is not None:
             record_invalid(rt, job_id, kwargs.get("spec"), parsed)
         raise InvalidMessage(f"invalid job{f' {job_id}' if job_id else ''}: {parsed}")
-    done = submit_job(rt, parsed.spec, enqueue_iteration, batch=parsed.batch)
+    try:
+        done = submit_job(rt, parsed.spec, enqueue_iteration, batch=parsed.batch)
+    except OverLimit as exc:
+        job_id = parsed.spec.job_id or new_id()
+        record_invalid(rt, job_id, kwargs.get("spec"), str(exc), batch=parsed.batch)
+        raise InvalidMessage(f"invalid job {job_id}: {exc}") from None
     return {"job_id": done.job_id, "created": done.created}
 
 
@@ -165,14 +171,7 @@ def _named_job(kwargs: dict[str, Any]) -> str | None:
     spec = kwargs.get("spec")
     if candidate is None and isinstance(spec, dict):
         candidate = spec.get("job_id")
-    try:
-        return (
-            IterateArgs(job_id=candidate, iteration=0).job_id
-            if isinstance(candidate, str)
-            else None
-        )
-    except ValidationError:
-        return None
+    return candidate if is_id(candidate) else None
 
 
 __all__ = [

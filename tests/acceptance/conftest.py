@@ -31,6 +31,7 @@ def cluster(redis_url: str, redis_prefix: str, tmp_path: Path) -> Iterator[Calla
             CONTINUUM_QUEUE_GRACE_S="5",
             CONTINUUM_WATCHDOG_INTERVAL_S="0.25",
             PYTHONUNBUFFERED="1",
+            CONTINUUM_ENABLE_SIM="1",
         )
         if sim_url is not None:
             base["CONTINUUM_SIM_URL"] = f"{sim_url}/v1"

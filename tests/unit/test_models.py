@@ -107,12 +107,14 @@ def test_schemas_are_accepted_for_json_and_auto(fmt: str | None) -> None:
     assert spec.validation.json_schema == {"type": "object"}
 
 
-@pytest.mark.parametrize("job_id", ["", "has space", "-leading-dash", "x" * 129, "a/b", "é"])
+@pytest.mark.parametrize(
+    "job_id", ["", "has space", "-leading-dash", "x" * 129, "a/b", "é", "x:commits", "v:lease"]
+)
 def test_bad_job_ids_are_refused(job_id: str) -> None:
     assert "job_id" in errors_of(prompt="p", job_id=job_id)
 
 
-@pytest.mark.parametrize("job_id", ["a", "job-1", "2026.11.22:batch_7", "A" * 128])
+@pytest.mark.parametrize("job_id", ["a", "job-1", "2026.11.22_batch-7.3", "A" * 128])
 def test_good_job_ids_are_accepted(job_id: str) -> None:
     assert JobSpec(prompt="p", job_id=job_id).job_id == job_id
 

@@ -17,12 +17,16 @@ from workers.providers.openai_responses import OpenAIResponsesProvider
 from workers.providers.redact import redact
 from workers.providers.registry import (
     SIM_IN_PROCESS_URL,
+    SIM_SWITCH,
     ProfileConfigError,
     default_providers,
     load_profiles,
     make_provider,
     prices,
 )
+
+#: An environment with the simulator enabled.
+SIM = {SIM_SWITCH: "1"}
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -60,7 +64,21 @@ def test_built_ins_without_environment_use_public_endpoints_and_default_models()
     profiles = load_profiles({})
     assert profiles["openai"].base_url is None and profiles["openai"].model == "gpt-4.1-mini"
     assert profiles["openai"].price_input_per_mtok == 0.4
-    assert profiles["sim"].base_url is None and profiles["sim"].model == "sim"
+    assert "sim" not in profiles  # off unless enabled
+    sim = load_profiles(SIM)["sim"]
+    assert sim.base_url is None and sim.model == "sim"
+
+
+@pytest.mark.parametrize("value", ["", "0", "false", "no", "off", "maybe"])
+def test_the_sim_stays_off_unless_enabled(value: str) -> None:
+    env = {SIM_SWITCH: value}
+    assert "sim" not in load_profiles(env) and default_providers(env) == []
+
+
+@pytest.mark.parametrize("value", ["1", "true", "YES", " on "])
+def test_the_sim_is_enabled_by_the_switch(value: str) -> None:
+    env = {SIM_SWITCH: value}
+    assert "sim" in load_profiles(env) and default_providers(env) == ["sim"]
 
 
 def test_a_profile_never_holds_the_key() -> None:
@@ -193,8 +211,10 @@ def test_a_missing_file_fails_with_its_path(tmp_path: Path) -> None:
     [
         ({"OPENAI_API_KEY": "k", "ANTHROPIC_API_KEY": "k"}, ["openai"]),
         ({"ANTHROPIC_API_KEY": "k"}, ["anthropic"]),
-        ({"OPENAI_API_KEY": ""}, ["sim"]),
-        ({}, ["sim"]),
+        ({"OPENAI_API_KEY": "", SIM_SWITCH: "1"}, ["sim"]),
+        ({"CONTINUUM_SIM_URL": "http://127.0.0.1:9/v1"}, ["sim"]),
+        ({"OPENAI_API_KEY": ""}, []),
+        ({}, []),
     ],
 )
 def test_default_providers(env: dict[str, str], expected: list[str]) -> None:
@@ -211,7 +231,7 @@ def test_default_providers(env: dict[str, str], expected: list[str]) -> None:
     ],
 )
 def test_each_kind_gets_its_adapter(name: str, adapter: type) -> None:
-    provider = make_provider(load_profiles({})[name], env={})
+    provider = make_provider(load_profiles(SIM)[name], env={})
     try:
         assert type(provider) is adapter and provider.profile.name == name
     finally:
@@ -220,7 +240,7 @@ def test_each_kind_gets_its_adapter(name: str, adapter: type) -> None:
 
 def test_sim_without_a_url_runs_the_simulator_in_process() -> None:
     """No server, no key: the simulator's transport answers a real Chat Completions call."""
-    provider = make_provider(load_profiles({})["sim"], env={})
+    provider = make_provider(load_profiles(SIM)["sim"], env={})
     try:
         assert isinstance(provider, OpenAIChatProvider)
         assert provider.base_url == SIM_IN_PROCESS_URL
@@ -245,7 +265,7 @@ def test_a_given_transport_is_used_for_sim_too() -> None:
         return httpx.Response(500, json={"error": {"message": "x", "type": "server_error"}})
 
     provider = make_provider(
-        load_profiles({})["sim"], env={}, transport=httpx.MockTransport(handle)
+        load_profiles(SIM)["sim"], env={}, transport=httpx.MockTransport(handle)
     )
     try:
         with pytest.raises(TransientError, match="HTTP 500"):

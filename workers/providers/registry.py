@@ -3,7 +3,9 @@
 Built-ins, from the environment: ``openai`` and ``openai-responses`` (``OPENAI_BASE_URL``,
 ``OPENAI_API_KEY``, ``OPENAI_MODEL``), ``anthropic`` (``ANTHROPIC_BASE_URL``,
 ``ANTHROPIC_API_KEY``, ``ANTHROPIC_MODEL``) and ``sim`` (``CONTINUUM_SIM_URL``, else the
-simulator in-process). More come from a TOML file (``path``, else ``CONTINUUM_PROFILES``)::
+simulator in-process), which exists only when enabled (``CONTINUUM_ENABLE_SIM=1``, or a
+``CONTINUUM_SIM_URL``): a deploy never answers jobs with made-up text by default. More
+come from a TOML file (``path``, else ``CONTINUUM_PROFILES``)::
 
     [profiles.local]                 # a new profile: kind is required
     kind = "openai"
@@ -48,6 +50,14 @@ DEFAULT_OPENAI_MODEL: Final = "gpt-4.1-mini"
 DEFAULT_ANTHROPIC_MODEL: Final = "claude-sonnet-4-5"
 SIM_MODEL: Final = "sim"
 SIM_IN_PROCESS_URL: Final = "http://sim.invalid/v1"
+#: The variable that enables the ``sim`` profile (the demo, ``continuum run``/``up`` and
+#: the tests set it); a production worker leaves it unset.
+SIM_SWITCH: Final = "CONTINUUM_ENABLE_SIM"
+#: What a job that names no provider is told when there is none to use.
+NO_PROVIDER: Final = (
+    "no provider configured: set OPENAI_API_KEY or ANTHROPIC_API_KEY, name a profile in "
+    f"the job's providers, or set {SIM_SWITCH}=1 for the simulated LLM (tests, demos)"
+)
 
 # List prices, USD per million input / output tokens; dated ids match by prefix.
 PRICES: Final[dict[str, tuple[float, float]]] = {
@@ -83,6 +93,13 @@ def prices(model: str | None) -> dict[str, float]:
     return {"price_input_per_mtok": price_in, "price_output_per_mtok": price_out}
 
 
+def sim_enabled(env: Mapping[str, str]) -> bool:
+    """Whether the ``sim`` built-in exists: enabled by ``CONTINUUM_ENABLE_SIM`` (1, true,
+    yes, on) or configured by ``CONTINUUM_SIM_URL``."""
+    switch = env.get(SIM_SWITCH, "").strip().lower() in ("1", "true", "yes", "on")
+    return switch or bool(env.get("CONTINUUM_SIM_URL"))
+
+
 def builtin_fields(env: Mapping[str, str]) -> dict[str, dict[str, Any]]:
     openai_model = env.get("OPENAI_MODEL") or DEFAULT_OPENAI_MODEL
     openai = {
@@ -92,7 +109,7 @@ def builtin_fields(env: Mapping[str, str]) -> dict[str, dict[str, Any]]:
         **prices(openai_model),
     }
     anthropic_model = env.get("ANTHROPIC_MODEL") or DEFAULT_ANTHROPIC_MODEL
-    return {
+    fields: dict[str, dict[str, Any]] = {
         "openai": {"kind": "openai", **openai},
         "openai-responses": {"kind": "openai-responses", **openai},
         "anthropic": {
@@ -102,12 +119,14 @@ def builtin_fields(env: Mapping[str, str]) -> dict[str, dict[str, Any]]:
             "model": anthropic_model,
             **prices(anthropic_model),
         },
-        "sim": {
+    }
+    if sim_enabled(env):
+        fields["sim"] = {
             "kind": "sim",
             "base_url": env.get("CONTINUUM_SIM_URL") or None,
             "model": SIM_MODEL,
-        },
-    }
+        }
+    return fields
 
 
 def load_profiles(
@@ -161,13 +180,14 @@ def describe(source: Path | None, name: str, exc: ValidationError) -> str:
 
 
 def default_providers(env: Mapping[str, str] | None = None) -> list[str]:
-    """The profiles a job that names none uses: the first provider with a key, else sim."""
+    """The profiles a job that names none uses: the first provider with a key, else sim
+    when it is enabled, else none (the job fails, saying ``NO_PROVIDER``)."""
     env = os.environ if env is None else env
     if env.get("OPENAI_API_KEY"):
         return ["openai"]
     if env.get("ANTHROPIC_API_KEY"):
         return ["anthropic"]
-    return ["sim"]
+    return ["sim"] if sim_enabled(env) else []
 
 
 def make_provider(
