@@ -269,6 +269,7 @@ def procfile_env(redis_url: str, redis_prefix: str, **extra: str) -> dict[str, s
         CONTINUUM_QUEUE=f"deploy-{uuid.uuid4().hex[:8]}",
         CONTINUUM_CONCURRENCY="2",
         CONTINUUM_API_HEALTH_CACHE_S="0",
+        CONTINUUM_ENABLE_SIM="1",  # the job below runs on the simulated LLM
         PYTHONUNBUFFERED="1",
     )
     env.update(extra)

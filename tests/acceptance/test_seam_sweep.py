@@ -48,7 +48,10 @@ from sim.model import SimModel, SimOptions
 from sim.seams import BEHAVIOURS, applies
 from workers.calls import ProviderPool
 from workers.local import Outcome, run_job
-from workers.providers.registry import load_profiles
+from workers.providers.registry import SIM_SWITCH, load_profiles
+
+#: The simulated LLM, enabled (it is off unless asked for).
+SIM = {SIM_SWITCH: "1"}
 
 PROMPT = "Write the inventory of the museum's storage rooms."
 FORMATS = ("json", "csv", "markdown", "text")
@@ -87,7 +90,7 @@ def sweep_job(fmt: str, max_tokens: int, seed: int, size: int = 8000) -> Result:
             "continuation": {"max_attempts": 400},
         }
     )
-    pool = ProviderPool(load_profiles({}), env={}, transports={"sim": make_transport(model=sim)})
+    pool = ProviderPool(load_profiles(SIM), env=SIM, transports={"sim": make_transport(model=sim)})
     try:
         result = run_job(spec, pool, sleep=lambda _: None, rng=random.Random(seed))
     finally:
