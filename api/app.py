@@ -16,13 +16,13 @@ from urllib.parse import quote
 
 from fastapi import APIRouter, FastAPI, Path, Query, Response, Security
 from fastapi.responses import JSONResponse
-from fastapi.security import HTTPBearer
 from pydantic import ValidationError
 from redis import Redis
 
+from api.auth import AuthFirstRoute, BearerAuth, NoToken
 from api.errors import ApiError, install
 from api.health import Health
-from api.middleware import BearerAuth, BodyLimit
+from api.middleware import BodyLimit
 from api.models import (
     BatchRequest,
     BatchView,
@@ -144,8 +144,14 @@ def _same_spec(stored: str, spec: JobSpec) -> bool:
         return False
 
 
-def _routes(svc: Service) -> APIRouter:
-    router = APIRouter(prefix="/v1")
+def _routes(svc: Service, auth: BearerAuth | None) -> APIRouter:
+    """The ``/v1`` routes; each one depends on ``auth`` (none: local-only, no token)."""
+    router = APIRouter(
+        prefix="/v1",
+        dependencies=[Security(auth)] if auth is not None else [],
+        responses=_responses(401) if auth is not None else {},
+        route_class=AuthFirstRoute,
+    )
 
     @router.post(
         "/jobs",
@@ -394,8 +400,14 @@ def _format_of(state: str) -> str | None:
 
 def create_app(settings: Settings | None = None, *, redis: Redis | None = None) -> FastAPI:
     """The status API on ``settings`` (default: read from the environment now) and
-    ``redis`` (default: a client on ``settings.redis_url``, closed at shutdown)."""
+    ``redis`` (default: a client on ``settings.redis_url``, closed at shutdown).
+
+    Raises :class:`api.auth.NoToken` without ``api_token`` unless ``api_insecure_local``.
+    """
     s = api_settings(settings)
+    token = s.api_token.get_secret_value() if s.api_token is not None else None
+    if not token and not s.api_insecure_local:
+        raise NoToken
     owned = redis is None
     if redis is None:
         if not s.redis_url:
@@ -423,15 +435,7 @@ def create_app(settings: Settings | None = None, *, redis: Redis | None = None) 
     )
     app.state.service = svc
     install(app)
-    router = _routes(svc)
-    token = s.api_token.get_secret_value() if s.api_token is not None else None
-    if token:
-        # Enforced by the BearerAuth middleware (before any body is read); the security
-        # dependency declares it in the OpenAPI document and checks nothing itself.
-        scheme = HTTPBearer(auto_error=False, description="CONTINUUM_API_TOKEN")
-        app.include_router(router, dependencies=[Security(scheme)], responses=_responses(401))
-    else:
-        app.include_router(router)
+    app.include_router(_routes(svc, BearerAuth(token) if token else None))
 
     @app.get(
         "/healthz",
@@ -446,8 +450,5 @@ def create_app(settings: Settings | None = None, *, redis: Redis | None = None) 
         ok, report = svc.health.check()
         return JSONResponse(report, status_code=200 if ok else 503)
 
-    # The outermost runs first: auth refuses before the body limit reads any body.
     app.add_middleware(BodyLimit, max_bytes=s.api_max_body_bytes)
-    if token:
-        app.add_middleware(BearerAuth, token=token)
     return app

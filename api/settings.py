@@ -13,8 +13,12 @@ MIB = 1024 * 1024
 class ApiSettings(Settings):
     """``CONTINUUM_API_*``, on top of everything a worker reads (``workers.settings``)."""
 
-    #: Bearer token every ``/v1/...`` request must present; unset or empty: no auth.
+    #: Bearer token every ``/v1/...`` request must present. Unset or empty: the API refuses
+    #: to start (``api.auth.NoToken``) unless ``api_insecure_local`` says it is local-only.
     api_token: SecretStr | None = None
+    #: Serve ``/v1`` without a token: only this machine can reach the API (``continuum
+    #: api`` sets it when bound to loopback or given ``--insecure-local``).
+    api_insecure_local: bool = False
     #: Largest request body accepted (checked on Content-Length and on the bytes read).
     api_max_body_bytes: int = Field(default=MIB, gt=0)
     #: How long ``/healthz`` reuses its look at the workers (a Celery ping).
@@ -25,7 +29,9 @@ class ApiSettings(Settings):
     @field_validator("api_token")
     @classmethod
     def _empty_is_unset(cls, value: SecretStr | None) -> SecretStr | None:
-        return value if value is not None and value.get_secret_value() else None
+        # Stripped as the header's value is: a token read with a stray newline still works.
+        token = value.get_secret_value().strip() if value is not None else ""
+        return SecretStr(token) if token else None
 
 
 def api_settings(settings: Settings | None = None) -> ApiSettings:

@@ -37,6 +37,7 @@ SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASS|AUTH|DSN|CREDENTIAL", 
 FROM_ENV = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:(?::?-)|(?::?\?[^}]*))?\}")
 START_TIMEOUT = 60.0  # generous: four interpreters start at once on a busy machine
 STOP_TIMEOUT = 15.0
+API_TOKEN = "deploy-test-token"
 
 
 # -- reading the files ----------------------------------------------------------------------
@@ -200,6 +201,20 @@ def test_the_api_is_published_and_its_healthcheck_hits_healthz() -> None:
     assert f"127.0.0.1:{args.port}/healthz" in check, check
 
 
+@pytest.mark.security
+def test_compose_requires_the_api_token_and_never_publishes_an_open_api() -> None:
+    """The API is published on every interface, so compose refuses to start without
+    ``CONTINUUM_API_TOKEN`` (``${NAME:?message}`` fails on unset and on empty), and nothing
+    tells the API it is local-only."""
+    api = services()["api"]
+    value = environment(api)["CONTINUUM_API_TOKEN"]
+    assert value is not None and re.fullmatch(r"\$\{CONTINUUM_API_TOKEN:\?[^}]+\}", value), value
+    assert api.get("ports"), "the API is published: the token is what guards it"
+    assert not parse(argv(api["command"]), "api").insecure_local
+    for name, service in services().items():
+        assert "CONTINUUM_API_INSECURE_LOCAL" not in environment(service), name
+
+
 def test_flower_requires_basic_auth_from_the_environment() -> None:
     flower = services()["flower"]
     args = parse(argv(flower["command"]), "flower")
@@ -303,6 +318,25 @@ def test_procfile_flower_refuses_to_start_without_basic_auth(
     assert done.returncode != 0 and "FLOWER_BASIC_AUTH" in done.stderr, done
 
 
+@pytest.mark.security
+def test_procfile_api_refuses_to_start_without_a_token(
+    redis_url: str, redis_prefix: str, tmp_path: Path
+) -> None:
+    """The Procfile's api binds 0.0.0.0: without ``CONTINUUM_API_TOKEN`` it says why and
+    exits before binding anything."""
+    done = subprocess.run(
+        ["bash", "-c", procfile()["api"]],
+        env=procfile_env(redis_url, redis_prefix, PORT=str(free_port())),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done
+    assert "CONTINUUM_API_TOKEN" in done.stderr and done.stdout == "", done
+
+
 class Proc:
     """One Procfile line running in ``bash -c``, in its own process group."""
 
@@ -394,6 +428,7 @@ def test_procfile_runs_the_stack_and_a_job_goes_through_it(
         PORT=str(api_port),
         FLOWER_PORT=str(flower_port),
         FLOWER_BASIC_AUTH="user:pass",
+        CONTINUUM_API_TOKEN=API_TOKEN,
     )
     procs: dict[str, Proc] = {}
     checks: dict[str, subprocess.Popen[str]] = {}
@@ -407,7 +442,8 @@ def test_procfile_runs_the_stack_and_a_job_goes_through_it(
         checks["worker"] = run_healthcheck("worker", env, api_port)
         wait_until("beat", lambda: "continuum beat: watching" in procs["beat"].text(), procs)
         marks["beat"] = time.monotonic() - started
-        with httpx.Client(base_url=f"http://127.0.0.1:{api_port}", timeout=10) as api:
+        auth = {"Authorization": f"Bearer {API_TOKEN}"}
+        with httpx.Client(base_url=f"http://127.0.0.1:{api_port}", timeout=10, headers=auth) as api:
 
             def healthy() -> dict[str, Any] | None:
                 r = api.get("/healthz")
@@ -430,6 +466,8 @@ def test_procfile_runs_the_stack_and_a_job_goes_through_it(
                 "model": "sim:format=text,size=2000",
                 "max_output_tokens": 300,
             }
+            refused = httpx.post(f"http://127.0.0.1:{api_port}/v1/jobs", json=job, timeout=10)
+            assert refused.status_code == 401, refused.text
             r = api.post("/v1/jobs", json=job)
             assert r.status_code == 202, r.text
             job_id = r.json()["job_id"]

@@ -13,6 +13,7 @@ from api_support import make_settings, queued
 from redis import Redis
 
 from api.app import create_app
+from api.auth import NoToken
 from api.settings import ApiSettings, api_settings
 from tests.conftest import free_port
 from workers.settings import Settings
@@ -47,7 +48,9 @@ def test_bearer_token(make_api: Callable[..., httpx.Client]) -> None:
     assert schema["paths"]["/v1/jobs"]["post"]["security"] == [{"HTTPBearer": []}]
 
 
-def test_an_empty_token_means_no_auth(make_api: Callable[..., httpx.Client]) -> None:
+def test_an_empty_token_means_no_auth_when_local(make_api: Callable[..., httpx.Client]) -> None:
+    """An empty token is no token: with ``api_insecure_local`` (as ``make_api`` sets),
+    ``/v1`` is open; without it the app is not built (``test_security_auth``)."""
     api = make_api(api_token="")
     assert api.get("/v1/jobs/x").status_code == 404
 
@@ -131,9 +134,13 @@ def test_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     merged = api_settings(base)
     assert merged.queue == "given" and merged.api_max_body_bytes == 2048
     monkeypatch.delenv("CONTINUUM_API_TOKEN")
+    monkeypatch.delenv("CONTINUUM_API_INSECURE_LOCAL", raising=False)
     assert ApiSettings().api_token is None  # type: ignore[call-arg]
+    with pytest.raises(NoToken, match="CONTINUUM_API_TOKEN is not set"):
+        create_app(ApiSettings())  # type: ignore[call-arg]
     monkeypatch.delenv("REDIS_URL", raising=False)
     monkeypatch.delenv("CONTINUUM_REDIS_URL", raising=False)
+    monkeypatch.setenv("CONTINUUM_API_INSECURE_LOCAL", "1")
     with pytest.raises(RuntimeError, match="REDIS_URL is not set"):
         create_app(ApiSettings())  # type: ignore[call-arg]
 
