@@ -9,19 +9,30 @@ Nothing a job says leaves the process: prompts, messages, outputs and specs are 
 by ``[Filtered]`` wherever they sit under a key that names them (task arguments, log
 extras, breadcrumb data), local variables are never captured, and every other string
 passes through ``redact`` so no API key from the environment is ever sent.
+
+Nor does a callback URL's secret part (path, query, user info: ``hide_urls``) reach a log
+line, Sentry or a task event: ``quiet_http_logs`` stops httpx logging every request's
+URL at INFO, and ``QuietRequest`` (the request class of the tasks that carry a spec)
+shows callback URLs by origin in the arguments a worker's task events (hence Flower)
+carry.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, cast
 
 import sentry_sdk
+from celery.signals import celeryd_init
+from celery.utils.saferepr import saferepr
+from celery.worker.request import Request
 from sentry_sdk.integrations.celery import CeleryIntegration
 
 from core.ids import ID_PATTERN
+from workers.callback_addresses import origin
 from workers.providers.redact import redact
 from workers.settings import Settings
 
@@ -44,8 +55,49 @@ TEXT_KEYS: Final = frozenset(
         "suffix",
     }
 )
+#: Keys under which the SDK's HTTP integrations put a URL's query and fragment.
+URL_PART_KEYS: Final = frozenset({"http.query", "http.fragment", "query_string"})
+#: Loggers that print every request's URL (with its query) at INFO.
+HTTP_LOGGERS: Final = ("httpx", "httpcore")
 # The ids the task contract accepts (``core.ids``): safe to show.
 _ID = re.compile(ID_PATTERN)
+_URL = re.compile(r"https?://[^\s'\"<>]+", re.IGNORECASE)
+
+
+def hide_urls(value: Any) -> Any:
+    """``value`` with every http(s) URL in it cut to its origin (``scheme://host:port``):
+    a callback URL's path, query or user info may hold the receiver's token."""
+    if isinstance(value, str):
+        return _URL.sub(lambda m: origin(m.group(0)), value) if "://" in value else value
+    if isinstance(value, Mapping):
+        return {key: hide_urls(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [hide_urls(item) for item in value]
+    return value
+
+
+def quiet_http_logs() -> None:
+    """Log httpx and httpcore from WARNING only: at INFO httpx prints every URL it calls,
+    a callback's token included (``HTTP Request: POST <url>``)."""
+    for name in HTTP_LOGGERS:
+        logger = logging.getLogger(name)
+        # Its own level, not the effective one: the root logger's is raised to INFO later.
+        if logger.level < logging.WARNING:
+            logger.setLevel(logging.WARNING)
+
+
+class QuietRequest(Request):  # type: ignore[misc]  # celery has no type hints
+    """A task request whose arguments, as the worker's task events show them (Flower
+    lists them), name callback URLs by origin only. For the tasks that take a spec."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        try:
+            shown = saferepr(hide_urls(self._request_dict["kwargs"]), maxlen=1024)
+        except Exception:  # a poison message: its own repr, cut to origins
+            shown = hide_urls(str(self.kwargsrepr or ""))
+        self._kwargsrepr = self._request_dict["kwargsrepr"] = shown
+        self._argsrepr = self._request_dict["argsrepr"] = hide_urls(str(self.argsrepr or ""))
 
 
 def scrub(value: Any, names: Iterable[str] = ()) -> Any:
@@ -58,11 +110,13 @@ def scrub(value: Any, names: Iterable[str] = ()) -> Any:
     """
     names = tuple(names)
     if isinstance(value, str):
-        return redact(value, names=names)
+        return hide_urls(redact(value, names=names))
     if isinstance(value, Mapping):
         out: dict[Any, Any] = {}
         for key, item in value.items():
-            if isinstance(key, str) and key.lower() in TEXT_KEYS and _is_text(item):
+            if isinstance(key, str) and key.lower() in URL_PART_KEYS and _is_text(item):
+                out[key] = FILTERED
+            elif isinstance(key, str) and key.lower() in TEXT_KEYS and _is_text(item):
                 out[key] = FILTERED
                 job_id = item.get("job_id") if isinstance(item, Mapping) else None
                 if "job_id" not in value and isinstance(job_id, str) and _ID.fullmatch(job_id):
@@ -151,4 +205,19 @@ def tag_task(kwargs: Mapping[str, Any] | None) -> None:
         scope.set_tag("iteration", iteration)
 
 
-__all__ = ["FILTERED", "TEXT_KEYS", "init_sentry", "scrub", "tag_iteration", "tag_task"]
+# A worker quiets httpx before it runs a task (``celeryd_init``: in the main process,
+# before a prefork pool forks), whatever logging the worker was started with.
+celeryd_init.connect(lambda **_: quiet_http_logs(), weak=False)
+
+
+__all__ = [
+    "FILTERED",
+    "TEXT_KEYS",
+    "QuietRequest",
+    "hide_urls",
+    "init_sentry",
+    "quiet_http_logs",
+    "scrub",
+    "tag_iteration",
+    "tag_task",
+]

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from workers.callback_addresses import AllowList
 
 
 class Settings(BaseSettings):
@@ -48,6 +50,17 @@ class Settings(BaseSettings):
     limit_stall_limit: int = Field(default=1_000, gt=0)
     limit_context_budget_chars: int = Field(default=1_000_000, gt=0)
     limit_overlap_chars: int = Field(default=100_000, gt=0)
+    #: Hosts and networks a job's callback may reach although they are not public
+    #: (``workers.callback_addresses``): a comma list of host names (``hooks.internal``,
+    #: ``*.corp.example``), addresses and CIDRs (``127.0.0.1``, ``10.0.0.0/8``, ``::1``).
+    #: Empty: callbacks reach public addresses only (checked after DNS).
+    callback_allow: str = ""
+
+    @field_validator("callback_allow")
+    @classmethod
+    def _allow_list(cls, value: str) -> str:
+        AllowList.parse(value)  # a typo stops the worker at start, not every callback
+        return value
 
 
 @lru_cache(maxsize=1)

@@ -27,6 +27,7 @@ from core.models import describe_errors
 from workers import callbacks
 from workers.app import app
 from workers.iteration import JobFailed, run_iteration
+from workers.observability import QuietRequest
 from workers.runtime import runtime
 from workers.submit import OverLimit, new_id, record_invalid, submit_batch, submit_job
 
@@ -76,7 +77,7 @@ def enqueue_iteration(job_id: str, iteration: int, countdown: float = 0.0, queue
     )
 
 
-@app.task(name="continuum.generate", bind=True)
+@app.task(name="continuum.generate", bind=True, Request=QuietRequest)
 def generate(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
     """Create a job (idempotent on ``spec.job_id``) and enqueue its iteration 0."""
     rt = runtime()
@@ -95,7 +96,7 @@ def generate(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
     return {"job_id": done.job_id, "created": done.created}
 
 
-@app.task(name="continuum.submit_batch", bind=True)
+@app.task(name="continuum.submit_batch", bind=True, Request=QuietRequest)
 def submit_batch_task(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
     """Create a batch of jobs (``{"specs": [...], "batch_id"?}``) and enqueue each one."""
     rt = runtime()
@@ -152,8 +153,15 @@ def callback(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
     url = None if record is None else callbacks.callback_url(record)
     if record is None or url is None:
         return {"job_id": parsed.job_id, "skipped": "no such job, or no callback_url"}
+    # Nothing returned, raised or logged here names more of the URL than its origin:
+    # Flower and the result backend show it, and the path or query may hold a token.
     try:
-        callbacks.deliver(url, callbacks.payload(rt.store, record))
+        body = callbacks.payload(rt.store, record)
+        callbacks.deliver(url, body, allow=callbacks.allow_list(rt.settings))
+    except callbacks.CallbackRefused as exc:
+        callbacks.mark(rt.store, parsed.job_id, f"refused: {exc}")
+        log.warning("job %s: %s", parsed.job_id, exc)
+        return {"job_id": parsed.job_id, "refused": str(exc)}
     except callbacks.CallbackError as exc:
         tries = self.request.retries
         if tries >= callbacks.MAX_RETRIES:
@@ -162,7 +170,7 @@ def callback(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
         callbacks.mark(rt.store, parsed.job_id, f"retrying: {exc}")
         raise self.retry(exc=exc, countdown=min(2.0**tries, rt.settings.max_countdown_s)) from exc
     callbacks.mark(rt.store, parsed.job_id, "delivered")
-    return {"job_id": parsed.job_id, "delivered": url}
+    return {"job_id": parsed.job_id, "delivered": callbacks.origin(url)}
 
 
 def _named_job(kwargs: dict[str, Any]) -> str | None:

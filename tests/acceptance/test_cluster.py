@@ -250,7 +250,7 @@ def test_the_result_is_posted_to_the_callback_url_with_retries(
         return Response(status_code=500 if len(received) < 3 else 204)
 
     url = serve(receiver)
-    c = cluster(sim_url)
+    c = cluster(sim_url, CONTINUUM_CALLBACK_ALLOW="127.0.0.1")  # the receiver is on loopback
     c.worker()
     job = spec("cb", "csv", callback_url=f"{url}/hook")
     send(c, [job])
