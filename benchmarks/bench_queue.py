@@ -218,7 +218,11 @@ class Harness:
 
     def __init__(self, tmp: Path) -> None:
         self.tmp = tmp
-        self.server = EmbeddedRedis(tmp / "redis").start()
+        # Background AOF rewrites fork the server mid-measurement: off (this Redis is ours;
+        # clients may not change its configuration, so it is set at start).
+        self.server = EmbeddedRedis(
+            tmp / "redis", config={"auto-aof-rewrite-percentage": "0"}
+        ).start()
         try:
             self._connect()
         except BaseException:
@@ -232,8 +236,6 @@ class Harness:
         # MONITOR can leave them out.
         self.poller = Redis.from_url(self.url, max_connections=1)
         self.poller_addr = str(self.poller.client_info()["addr"])
-        # Background AOF rewrites fork the server mid-measurement: off (this Redis is ours).
-        self.redis.config_set("auto-aof-rewrite-percentage", 0)
         self.producer = Celery("bench-producer", broker=self.url, set_as_current=False)
         self.rt: Runtime = build_runtime(Settings(), self.url)
         self.store = self.rt.store

@@ -1,6 +1,8 @@
 """Finding Redis for the commands that need it: ``REDIS_URL``, else the embedded server
 (``./var/redis``) another ``continuum`` process runs, else a new embedded one that this
-process owns and stops when it exits."""
+process owns and stops when it exits. The URL may carry a password (the embedded
+server's always does): it goes into ``REDIS_URL`` for this process and its children (an
+environment is private to its user, unlike a command line) and is printed masked."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from workers.embedded import EmbeddedRedisError, resolve_redis_url
+from workers.embedded import EmbeddedRedisError, redact_url, resolve_redis_url
 
 
 class NoRedis(RuntimeError):
@@ -29,7 +31,7 @@ def redis_url(command: str, *, announce: bool = False) -> Iterator[str]:
     get_settings.cache_clear()
     if server is not None and announce:
         print(
-            f"continuum {command}: started an embedded Redis at {url} (data in "
+            f"continuum {command}: started an embedded Redis at {redact_url(url)} (data in "
             f"{server.data_dir}); it stops when this command does",
             file=sys.stderr,
             flush=True,

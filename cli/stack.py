@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from workers.embedded import EmbeddedRedis, resolve_redis_url
+from workers.embedded import EmbeddedRedis, redact_url, resolve_redis_url
 
 CONTINUUM = [sys.executable, "-m", "cli.main"]
 READY_TIMEOUT_S = 60.0
@@ -74,7 +74,7 @@ class Stack:
             how = f"embedded, AOF in {server.data_dir}"
         else:
             how = "REDIS_URL" if given else "embedded, started by another continuum process"
-        self.say(f"  redis    {url}  ({how})")
+        self.say(f"  redis    {redact_url(url)}  ({how})")
         return url
 
     def _spawn(

@@ -11,6 +11,7 @@ import threading
 from typing import Any
 
 from cli.connect import NoRedis, redis_url
+from workers.embedded import redact_url
 
 POOLS = ("threads", "prefork", "solo")
 
@@ -101,7 +102,7 @@ def run_worker(args: argparse.Namespace) -> int:
             ]
             watchdog = _start_watchdog() if args.beat else None
             try:
-                app.worker_main(argv)
+                code = _run_celery_worker(app, argv)
             finally:
                 if watchdog is not None:
                     watchdog[1].set()
@@ -109,7 +110,31 @@ def run_worker(args: argparse.Namespace) -> int:
     except NoRedis as exc:
         print(exc, file=sys.stderr)
         return 1
-    return 0
+    return code
+
+
+def _run_celery_worker(app: Any, argv: list[str]) -> int:
+    """Run the Celery worker; its exit code, non-zero after an unrecoverable error, so a
+    supervisor that restarts failed workers restarts this one.
+
+    ``app.worker_main`` and ``app.start`` drop the code Celery's worker command exits with
+    (click hands it back as a return value, which they discard): read it off the worker.
+    """
+    from celery.signals import celeryd_init  # noqa: PLC0415
+
+    started: list[Any] = []
+
+    def remember(sender: Any = None, instance: Any = None, **_: Any) -> None:
+        started.append(instance)
+
+    celeryd_init.connect(remember, weak=False)
+    try:
+        returned = app.start(argv)
+    finally:
+        celeryd_init.disconnect(remember)
+    codes = [getattr(worker, "exitcode", None) for worker in started] + [returned]
+    code = next((c for c in codes if c), 0)
+    return code if isinstance(code, int) else 1
 
 
 def run_beat(args: argparse.Namespace) -> int:
@@ -126,7 +151,10 @@ def run_beat(args: argparse.Namespace) -> int:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 signal.signal(sig, lambda *_: stop.set())
             interval = get_settings().watchdog_interval_s
-            print(f"continuum beat: watching {url} every {interval:g} s", file=sys.stderr)
+            print(
+                f"continuum beat: watching {redact_url(url)} every {interval:g} s",
+                file=sys.stderr,
+            )
             while thread.is_alive():
                 thread.join(timeout=0.5)
     except NoRedis as exc:

@@ -2,6 +2,9 @@
 
 A worker turns Sentry on at start when ``SENTRY_DSN`` is set (``celeryd_init``: once, in
 the main process, before a prefork pool forks; the SDK restarts its sender in each child).
+
+A message a worker cannot run never stops it: the transport (``workers.transport``) and
+the consumer (``workers.consumer``) dead-letter it (``workers.deadletter``) and go on.
 """
 
 from __future__ import annotations
@@ -9,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from celery import Celery
-from celery.signals import celeryd_init, task_prerun
+from celery.signals import celeryd_init, task_failure, task_internal_error, task_prerun
 
 from workers.observability import init_sentry, tag_task
 from workers.settings import Settings, get_settings
@@ -38,6 +41,7 @@ def make_app(settings: Settings | None = None, *, broker_url: str | None = None)
         result_expires=24 * 3600,
         broker_connection_retry_on_startup=True,
         broker_transport="workers.transport:Transport",
+        worker_consumer="workers.consumer:Consumer",
         broker_transport_options=transport,
         result_backend_transport_options=dict(transport),
         worker_hijack_root_logger=False,
@@ -48,8 +52,13 @@ def make_app(settings: Settings | None = None, *, broker_url: str | None = None)
 app = make_app()
 
 
-def _start_sentry(**_: Any) -> None:
+def _start_worker(**_: Any) -> None:
     init_sentry(get_settings())
+    # Worker-only (the API imports this module too); a prefork pool forks after this.
+    from workers.consumer import on_task_failure, on_task_internal_error  # noqa: PLC0415
+
+    task_failure.connect(on_task_failure, weak=False)
+    task_internal_error.connect(on_task_internal_error, weak=False)
 
 
 def _tag_task(kwargs: dict[str, Any] | None = None, **_: Any) -> None:
@@ -57,5 +66,5 @@ def _tag_task(kwargs: dict[str, Any] | None = None, **_: Any) -> None:
     tag_task(kwargs)
 
 
-celeryd_init.connect(_start_sentry)
+celeryd_init.connect(_start_worker)
 task_prerun.connect(_tag_task)

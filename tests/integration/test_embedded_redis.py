@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import os
+import signal
 import socket
+import stat
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -58,7 +62,8 @@ def test_starts_on_loopback_with_aof_and_stops(tmp_path: Path) -> None:
         pid = server.pid
         assert pid is not None and alive(pid)
         assert server.port not in {6379, 6380, 26379}
-        assert server.url == f"redis://127.0.0.1:{server.port}/0"
+        assert server.url == f"redis://:{server.password}@127.0.0.1:{server.port}/0"
+        assert server.display_url == f"redis://:***@127.0.0.1:{server.port}/0"
         client = client_for(server)
         try:
             assert client.ping() is True
@@ -238,3 +243,190 @@ def test_redis_prefix_deletes_only_its_own_keys(
         redis_client.set(f"{redis_prefix}key:{i}", i)
     redis_client.hset(f"{redis_prefix}hash", mapping={"a": 1})
     assert len(list(redis_client.scan_iter(match=f"{redis_prefix}*"))) == 1201
+
+
+# -- a password, and no dangerous commands (security) ---------------------------------------
+
+ROOT = Path(__file__).parents[2]
+CONTINUUM = [sys.executable, "-m", "cli.main"]
+
+
+def raw_reply(port: int, command: bytes) -> bytes:
+    """What the server answers a client that sends ``command`` and never authenticates."""
+    with socket.create_connection(("127.0.0.1", port), timeout=2) as s:
+        s.sendall(command)
+        return s.recv(4096)
+
+
+@pytest.mark.security
+def test_a_client_without_the_password_is_refused(tmp_path: Path) -> None:
+    with EmbeddedRedis(tmp_path) as server:
+        for command in (b"PING\r\n", b"CONFIG SET dir /tmp\r\n", b"KEYS *\r\n"):
+            assert raw_reply(server.port, command).startswith(b"-NOAUTH"), command
+        wrong = redis.Redis(
+            port=server.port, password="not-the-password", retry=Retry(NoBackoff(), 0)
+        )
+        with pytest.raises(redis.AuthenticationError):
+            wrong.ping()
+        wrong.close()
+        assert pings(server)
+
+
+@pytest.mark.security
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("CONFIG", "SET", "dir", "/tmp"),
+        ("CONFIG", "SET", "dbfilename", "authorized_keys"),
+        ("CONFIG", "REWRITE"),
+        ("CONFIG", "RESETSTAT"),
+        ("MODULE", "LOAD", "/tmp/evil.so"),
+        ("DEBUG", "SLEEP", "0"),
+        ("SLAVEOF", "127.0.0.1", "1"),
+        ("REPLICAOF", "127.0.0.1", "1"),
+        ("MIGRATE", "127.0.0.1", "1", "k", "0", "100"),
+        ("FLUSHALL",),
+        ("FLUSHDB",),
+        ("SHUTDOWN", "NOSAVE"),
+        ("ACL", "SETUSER", "default", "+@all"),
+        ("EVAL", "return redis.call('CONFIG', 'SET', 'dir', '/tmp')", "0"),
+    ],
+    ids=lambda c: " ".join(c)[:24],
+)
+def test_dangerous_commands_are_refused_even_with_the_password(
+    tmp_path: Path, command: tuple[str, ...]
+) -> None:
+    with EmbeddedRedis(tmp_path) as server:
+        client = client_for(server)
+        try:
+            client.set("kept", "yes")
+            with pytest.raises(redis.ResponseError, match=r"no permissions|not allowed"):
+                client.execute_command(*command)
+            assert client.config_get("dir") == {"dir": str(tmp_path)}  # CONFIG GET is fine
+            assert client.config_get("dbfilename") == {"dbfilename": "dump.rdb"}
+            assert client.get("kept") == b"yes"
+            assert client.ping()
+        finally:
+            client.close()
+
+
+@pytest.mark.security
+def test_the_password_file_is_private_and_kept_across_restarts(tmp_path: Path) -> None:
+    server = EmbeddedRedis(tmp_path / "a").start()
+    try:
+        password = server.password
+        secret = tmp_path / "a" / "redis.password"
+        assert secret.read_text().strip() == password and len(password) >= 40
+        assert stat.S_IMODE(secret.stat().st_mode) == 0o600
+        assert stat.S_IMODE((tmp_path / "a" / "redis.conf").stat().st_mode) == 0o600
+        assert stat.S_IMODE((tmp_path / "a").stat().st_mode) == 0o700
+        server.restart()
+        assert server.password == password and pings(server)
+    finally:
+        server.stop()
+    with EmbeddedRedis(tmp_path / "b") as other:
+        assert other.password != password  # one per data dir
+    # A password others could read is no secret: the next start makes a new one.
+    secret.chmod(0o644)
+    with EmbeddedRedis(tmp_path / "a") as again:
+        assert again.password != password and pings(again)
+        assert stat.S_IMODE(secret.stat().st_mode) == 0o600
+
+
+@pytest.mark.security
+def test_the_password_is_on_no_command_line_and_in_no_log_or_config(tmp_path: Path) -> None:
+    with EmbeddedRedis(tmp_path) as server:
+        assert server.pid is not None
+        client = client_for(server)
+        client.set("k", "v")
+        client.close()
+        cmdline = Path(f"/proc/{server.pid}/cmdline").read_bytes()
+        assert server.password.encode() not in cmdline
+        assert b"redis-server" in cmdline
+        config = server.config_path.read_text()
+        assert server.password not in config
+        assert "user default on #" in config  # only the password's SHA-256
+        assert server.password not in repr(server)
+    assert server.password not in server.log_path.read_text()
+
+
+def test_settings_clients_cannot_change_are_given_at_start(tmp_path: Path) -> None:
+    with EmbeddedRedis(tmp_path, config={"auto-aof-rewrite-percentage": "0"}) as server:
+        client = client_for(server)
+        try:
+            assert client.config_get("auto-aof-rewrite-percentage") == {
+                "auto-aof-rewrite-percentage": "0"
+            }
+        finally:
+            client.close()
+
+
+@pytest.mark.security
+def test_running_url_carries_the_password_and_refuses_an_unsafe_file(tmp_path: Path) -> None:
+    with EmbeddedRedis(tmp_path) as server:
+        assert running_url(tmp_path) == server.url
+        (tmp_path / "redis.password").chmod(0o640)
+        with pytest.raises(EmbeddedRedisError, match="unsafe"):
+            running_url(tmp_path)
+
+
+def fresh_env() -> dict[str, str]:
+    drop = ("REDIS_URL", "CONTINUUM_", "OPENAI_", "ANTHROPIC_", "SENTRY_")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
+    env.update(PYTHONPATH=str(ROOT), PYTHONUNBUFFERED="1", CONTINUUM_ENABLE_SIM="1")
+    return env
+
+
+@pytest.mark.security
+@pytest.mark.slow
+def test_the_cli_finds_the_password_and_never_shows_it(tmp_path: Path) -> None:
+    """``continuum worker`` and ``continuum submit`` started with no REDIS_URL beside an
+    embedded server (as ``continuum up`` runs it) connect with the password from its data
+    dir; the password is on no command line and in no output."""
+    server = EmbeddedRedis(tmp_path / "var" / "redis").start()
+    log = tmp_path / "worker.log"
+    worker = None
+    try:
+        with log.open("wb") as fh:
+            worker = subprocess.Popen(
+                [*CONTINUUM, "worker", "--concurrency=2"],
+                cwd=tmp_path,
+                env=fresh_env(),
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+            )
+        deadline = time.monotonic() + 30
+        while " ready." not in log.read_text(errors="replace"):
+            assert worker.poll() is None, log.read_text(errors="replace")
+            assert time.monotonic() < deadline, log.read_text(errors="replace")
+            time.sleep(0.05)
+        submit = [
+            *CONTINUUM, "submit", "--provider", "sim", "--model", "sim:format=text,size=1500",
+            "--format", "text", "--max-tokens", "300", "--prompt", "List the exhibits",
+            "--job-id", "embedded-1", "--wait",
+        ]  # fmt: skip
+        done = subprocess.run(
+            submit,
+            cwd=tmp_path,
+            env=fresh_env(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert len(done.stdout) > 500
+        password = server.password
+        for pid in (worker.pid, server.pid):
+            assert password.encode() not in Path(f"/proc/{pid}/cmdline").read_bytes()
+        worker.send_signal(signal.SIGTERM)  # warm shutdown: exit code 0
+        assert worker.wait(timeout=30) == 0
+        for text in (done.stdout, done.stderr, log.read_text(errors="replace")):
+            assert password not in text
+        assert ":**@127.0.0.1" in log.read_text(errors="replace")  # Celery masks it
+    finally:
+        if worker is not None and worker.poll() is None:
+            worker.kill()
+            worker.wait()
+        server.stop()
+    assert password not in server.log_path.read_text()

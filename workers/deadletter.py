@@ -1,0 +1,161 @@
+"""The dead-letter record: broker messages a worker could not take, kept for an operator.
+
+Anyone who can write to the broker can send a worker anything. A message that is not one
+a worker can run (not JSON, a broken envelope, an unknown ``body_encoding`` or content
+type, a body that does not decode, an unknown task, arguments the task contract refuses)
+is acknowledged away, never redelivered and never fatal to the worker, logged, and
+recorded here with the reason (``workers.transport`` and ``workers.consumer`` decide)::
+
+    {prefix}deadletter    list of JSON entries, newest first, at most MAX_ENTRIES
+
+An entry: ``at`` (Unix time), ``kind`` (a :class:`Kind`), ``reason``, ``queue``,
+``task``, ``id``, ``size`` (characters received) and ``raw``, the start of what was
+received (at most ``RAW_MAX_CHARS``) with URL queries and passwords and API keys masked.
+The log line says the same without ``raw``. Read the record with ``LRANGE``, or
+:meth:`DeadLetterBox.recent`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import lru_cache
+from typing import Any, Final
+
+from redis import Redis
+
+from workers.keys import Keys
+from workers.providers.redact import redact
+from workers.settings import get_settings
+
+__all__ = [
+    "MAX_ENTRIES",
+    "RAW_MAX_CHARS",
+    "DeadLetter",
+    "DeadLetterBox",
+    "Kind",
+    "dead_letter",
+    "entry",
+]
+
+log = logging.getLogger("continuum.deadletter")
+
+MAX_ENTRIES: Final = 1000
+RAW_MAX_CHARS: Final = 2048
+REASON_MAX_CHARS: Final = 500
+NAME_MAX_CHARS: Final = 200
+# Masking looks at this much of a message; what is kept is shorter still.
+_SCAN_MAX_CHARS: Final = 64 * 1024
+
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^/\s\"'@]+@")
+_URL_QUERY = re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]*://[^\s\"'?#]*)\?[^\s\"'#]*")
+
+
+class Kind(StrEnum):
+    """Why a message was dead-lettered."""
+
+    NOT_JSON = "not-json"  # the queue item is not JSON text
+    ENVELOPE = "bad-envelope"  # JSON, but not kombu's message envelope
+    BODY_ENCODING = "bad-body-encoding"  # an unknown body_encoding, or a body it cannot undo
+    CONTENT_TYPE = "content-type-refused"  # a serializer the workers do not accept (pickle)
+    UNDECODABLE = "undecodable-body"  # the body does not decode with its content type
+    NOT_A_TASK = "not-a-task"  # no task name: not a Celery task message
+    UNKNOWN_TASK = "unknown-task"  # a task name no worker registers
+    INVALID_TASK = "invalid-task"  # a task message Celery cannot read (body shape, fields)
+    INVALID_ARGUMENTS = "invalid-arguments"  # arguments the task contract refuses
+    UNHANDLED = "unhandled"  # any other error while taking the message
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    """One message a worker could not take, and why."""
+
+    kind: Kind
+    reason: str
+    raw: str | bytes | None = None
+    queue: str | None = None
+    task: Any = None
+    message_id: Any = None
+
+
+def _masked(text: str) -> str:
+    text = _URL_USERINFO.sub(r"\1***@", text)
+    text = _URL_QUERY.sub(r"\1?***", text)
+    return redact(text)
+
+
+def _short(value: Any, limit: int = NAME_MAX_CHARS) -> str | None:
+    if value is None:
+        return None
+    text = value if isinstance(value, str) else repr(value)
+    return _masked(text[:_SCAN_MAX_CHARS])[:limit]
+
+
+def entry(letter: DeadLetter, now: float) -> dict[str, Any]:
+    """The record of ``letter`` as stored and logged: bounded, secrets masked."""
+    raw = letter.raw
+    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    return {
+        "at": round(now, 3),
+        "kind": letter.kind.value,
+        "reason": _short(letter.reason, REASON_MAX_CHARS),
+        "queue": _short(letter.queue),
+        "task": _short(letter.task),
+        "id": _short(letter.message_id),
+        "size": None if text is None else len(text),
+        "raw": None if text is None else _masked(text[:_SCAN_MAX_CHARS])[:RAW_MAX_CHARS],
+    }
+
+
+class DeadLetterBox:
+    """The bounded list of dead letters under a key prefix."""
+
+    def __init__(self, client: Redis, keys: Keys, max_entries: int = MAX_ENTRIES) -> None:
+        self.client = client
+        self.key = keys.dead_letters
+        self.max_entries = max_entries
+
+    def put(self, record: dict[str, Any]) -> None:
+        pipe = self.client.pipeline(transaction=True)
+        pipe.lpush(self.key, json.dumps(record, separators=(",", ":")))
+        pipe.ltrim(self.key, 0, self.max_entries - 1)
+        pipe.execute()
+
+    def recent(self, count: int = 100) -> list[dict[str, Any]]:
+        """The latest ``count`` entries, newest first."""
+        raw = self.client.lrange(self.key, 0, max(0, count - 1))
+        return [json.loads(item) for item in raw]
+
+
+@lru_cache(maxsize=1)
+def _box() -> DeadLetterBox | None:
+    settings = get_settings()
+    if not settings.redis_url:
+        return None
+    client = Redis.from_url(settings.redis_url, socket_connect_timeout=5, socket_timeout=5)
+    return DeadLetterBox(client, Keys(settings.key_prefix))
+
+
+def dead_letter(letter: DeadLetter) -> None:
+    """Log ``letter`` and add it to the record. Never raises: whatever goes wrong here must
+    not stop the worker that is throwing a bad message away."""
+    try:
+        record = entry(letter, time.time())
+        log.error(
+            "dead-lettered a broker message (%s): %s [queue %s, task %s, id %s, %s chars]",
+            record["kind"],
+            record["reason"],
+            record["queue"],
+            record["task"],
+            record["id"],
+            record["size"],
+        )
+        box = _box()
+        if box is not None:
+            box.put(record)
+    except Exception:
+        log.exception("could not record a dead-lettered broker message")
