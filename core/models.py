@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from enum import StrEnum
 from typing import Any, Final, Literal
+from urllib.parse import urlsplit
 
-from jsonschema import Draft202012Validator, SchemaError
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -24,6 +24,7 @@ from pydantic import (
 )
 
 from core.ids import ID_PATTERN
+from core.schema_safety import check_schema, check_schema_size
 
 SPEC_VERSION: Final = 1
 
@@ -113,7 +114,11 @@ class ContinuationConfig(_Strict):
 class ValidationOptions(_Strict):
     """Checks on the final JSON output (seed 001)."""
 
-    json_schema: dict[str, JsonValue] | None = None
+    json_schema: dict[str, JsonValue] | None = Field(
+        default=None,
+        description="JSON Schema the whole output must match. `$ref` only inside the schema; "
+        "size, nesting and cost are bounded (docs/api.md).",
+    )
     item_schema: dict[str, JsonValue] | None = Field(
         default=None,
         description="Schema of each item of the top-level array (or `items_key` array).",
@@ -133,14 +138,17 @@ class ValidationOptions(_Strict):
             raise ValueError("max_repair_attempts must not be negative")
         return value
 
+    @field_validator("json_schema", "item_schema", mode="before")
+    @classmethod
+    def _bounded_schema(cls, value: Any) -> Any:
+        check_schema_size(value)  # before pydantic walks a deep value (SPEC 10)
+        return value
+
     @field_validator("json_schema", "item_schema")
     @classmethod
     def _valid_schema(cls, value: dict[str, JsonValue] | None) -> dict[str, JsonValue] | None:
         if value is not None:
-            try:
-                Draft202012Validator.check_schema(value)
-            except SchemaError as exc:
-                raise ValueError(f"not a valid JSON Schema: {exc.message}") from None
+            check_schema(value)  # local $refs only, bounded cost, linear regexes
         return value
 
 
@@ -179,8 +187,20 @@ class JobSpec(_Strict):
     @field_validator("callback_url")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
-        if value is not None and not re.fullmatch(r"https?://[^\s/?#]+[^\s]*", value):
+        # The shape only: which hosts a worker may call is decided where it calls them,
+        # after DNS (``workers.callback_addresses``). Messages never echo the URL (its
+        # query may hold a token).
+        if value is None:
+            return value
+        if not re.fullmatch(r"https?://[^\s/?#]+[^\s]*", value, re.IGNORECASE):
             raise ValueError("callback_url must be an http:// or https:// URL")
+        try:
+            parts = urlsplit(value)
+            parts.port  # noqa: B018  (raises on a port out of range)
+        except ValueError:
+            raise ValueError("callback_url has an invalid host or port") from None
+        if not parts.hostname:
+            raise ValueError("callback_url has no host")
         return value
 
     @field_validator("providers", mode="before")

@@ -9,6 +9,11 @@
   repair calls). When none is left, the output is returned as it is and the errors are
   recorded in the metadata.
 A repair reply must be complete JSON; it then replaces the output and is reviewed again.
+
+Schemas are applied by ``core.schema_safety.SafeSchema`` (nothing retrieved, regular
+expressions in linear time, one error reported). Whatever goes wrong while validating ends
+the job with a reason (a ``Fallback``, failed, the output kept): the reply was paid for, so
+the iteration must not raise.
 """
 
 from __future__ import annotations
@@ -16,42 +21,48 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import best_match
-
 from core.json_stitch import start_json
 from core.models import FinishReason, ProviderResponse
 from core.prompts import repair_messages
+from core.schema_safety import SafeSchema
 from core.state import Decision, Fallback, Finish, JobState, OutputRef, Retry
 
 #: Outputs longer than this are not sent back for repair: the reply could not hold them.
 MAX_REPAIR_CHARS = 200_000
+#: A validation failure's reason is cut here.
+MAX_REASON_CHARS = 1000
 
 
 def review(state: JobState, text: str) -> tuple[JobState, Decision]:
     """Validate the complete output ``text``; finish, or ask for a repair."""
     s = state.clone()
+    if s.spec.validation.max_repair_attempts == 0:
+        return s, Finish(output=OutputRef(prefix=len(text)))
+    try:
+        return _review(s, text)
+    except Exception as exc:  # a bug or a schema the worker cannot apply: end, never raise
+        return _unusable(state.clone(), text, exc)
+
+
+def _review(s: JobState, text: str) -> tuple[JobState, Decision]:
     opts = s.spec.validation
-    done = Finish(output=OutputRef(prefix=len(text)))
-    if opts.max_repair_attempts == 0:
-        return s, done
     try:
         value = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         return _invalid(s, text, f"the output is not valid JSON: {exc}")
     replaced = None
     if opts.item_schema is not None:
         items, where = _items(value, opts.items_key)
         if items is None:
             return _invalid(s, text, f"no array of items at {where}")
-        validator = Draft202012Validator(opts.item_schema)
+        item_schema = SafeSchema(opts.item_schema)
         kept = []
         for index, item in enumerate(items):
-            error = best_match(validator.iter_errors(item))
+            error = item_schema.first_error(item)
             if error is None:
                 kept.append(item)
             else:
-                s.metadata.warn(f"item {index} dropped: {error.message}")
+                s.metadata.warn(f"item {index} dropped: {error[1]}")
         if not kept:
             s.metadata.validation_errors.append("no valid items")
             return s, Fallback(output=None, reason="no item matches the item schema", failed=True)
@@ -59,16 +70,16 @@ def review(state: JobState, text: str) -> tuple[JobState, Decision]:
             items[:] = kept
             replaced = json.dumps(value, ensure_ascii=False, indent=2)
     if opts.json_schema is not None:
-        error = best_match(Draft202012Validator(opts.json_schema).iter_errors(value))
+        error = SafeSchema(opts.json_schema).first_error(value)
         if error is not None:
-            path = "$" + "".join(f"[{p!r}]" for p in error.absolute_path)
+            path, message = error
             if replaced is None:
-                return _invalid(s, text, f"at {path}: {error.message}")
-            s.metadata.validation_errors.append(f"at {path}: {error.message}")
+                return _invalid(s, text, f"at {path}: {message}")
+            s.metadata.validation_errors.append(f"at {path}: {message}")
     if replaced is not None:
         s.length = len(replaced)
         return s, Finish(output=OutputRef(prefix=len(replaced)), append=replaced, replace=True)
-    return s, done
+    return s, Finish(output=OutputRef(prefix=len(text)))
 
 
 def advance_repair(s: JobState, response: ProviderResponse) -> tuple[JobState, Decision]:
@@ -100,6 +111,16 @@ def _invalid(s: JobState, text: str, error: str) -> tuple[JobState, Decision]:
         s.messages = repair_messages(s.spec, text, error)
         return s, Retry(messages=s.messages, reason=f"validation failed: {error}")
     return s, Finish(output=OutputRef(prefix=len(text)))
+
+
+def _unusable(s: JobState, text: str, exc: Exception) -> tuple[JobState, Decision]:
+    """Validation itself failed: the job fails with the reason, its output kept."""
+    reason = f"the output could not be validated: {type(exc).__name__}: {exc}"[:MAX_REASON_CHARS]
+    s.metadata.validation_errors.append(reason)
+    s.metadata.warn(reason)
+    s.metadata.fallback_used = True
+    s.metadata.fallback_reason = reason
+    return s, Fallback(output=OutputRef(prefix=len(text)), reason=reason, failed=True)
 
 
 def _items(value: Any, key: str | None) -> tuple[list[Any] | None, str]:

@@ -48,7 +48,7 @@ ITEM_SCHEMA: dict[str, Any] = {
 }
 VALID = json.dumps({"items": [{"id": 1}, {"id": 2}]})
 INVALID = json.dumps({"items": [{"id": 1}, {"id": "two"}]})
-INVALID_ERROR = "at $['items'][1]['id']: 'two' is not of type 'integer'"
+INVALID_ERROR = "at $['items'][1]['id']: \"two\" is not of type \"integer\""
 
 
 def spec(**validation: Any) -> JobSpec:
