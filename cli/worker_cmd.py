@@ -38,7 +38,8 @@ def register(commands: Any) -> None:
         "-Q",
         "--queues",
         metavar="Q[,Q...]",
-        help="queues to consume (default: CONTINUUM_QUEUE, 'continuum'); name a provider "
+        help="queues to consume (default: CONTINUUM_QUEUE, 'continuum', and Celery's default "
+        "queue 'celery' unless CONTINUUM_CONSUME_DEFAULT_QUEUE=0); name a provider "
         "profile's queue to run a worker for that provider only",
     )
     w.add_argument("-n", "--hostname", help="Celery node name (default continuum-PID@HOST)")
@@ -81,7 +82,7 @@ def run_worker(args: argparse.Namespace) -> int:
         return 2
     try:
         with redis_url("worker", announce=True):
-            from workers.settings import get_settings  # noqa: PLC0415
+            from workers.settings import get_settings, worker_queues  # noqa: PLC0415
 
             settings = get_settings()
             from workers.app import app  # noqa: PLC0415  (reads REDIS_URL when imported)
@@ -89,7 +90,7 @@ def run_worker(args: argparse.Namespace) -> int:
             app.conf.broker_url = app.conf.result_backend = os.environ["REDIS_URL"]
             import workers.tasks  # noqa: F401, PLC0415  (registers the tasks)
 
-            queues = args.queues or settings.queue
+            queues = args.queues or worker_queues(settings)
             argv = [
                 "worker",
                 f"--pool={args.pool}",

@@ -21,6 +21,11 @@ class Settings(BaseSettings):
     #: Celery producer (or a raw LPUSH) reaches the queue by its plain name.
     broker_prefix: str = ""
     queue: str = "continuum"
+    #: Workers that are given no ``--queues`` also consume Celery's default queue
+    #: (``celery``), where a producer that names no queue sends (``send_task(...)`` with
+    #: Celery's default configuration): such a job runs instead of waiting forever. Turn it
+    #: off when the broker is shared with another Celery application that uses ``celery``.
+    consume_default_queue: bool = True
     #: An iteration in flight holds a lease this long, renewed every third of it while
     #: the model call runs; a killed worker's iteration is taken over about this late.
     lease_ttl_s: float = Field(default=30.0, gt=0)
@@ -61,6 +66,18 @@ class Settings(BaseSettings):
     def _allow_list(cls, value: str) -> str:
         AllowList.parse(value)  # a typo stops the worker at start, not every callback
         return value
+
+
+#: Celery's default queue: where ``send_task`` puts a message that names no queue.
+CELERY_DEFAULT_QUEUE = "celery"
+
+
+def worker_queues(settings: Settings) -> str:
+    """The queues a worker given no ``--queues`` consumes, comma-separated."""
+    queues = [settings.queue]
+    if settings.consume_default_queue and settings.queue != CELERY_DEFAULT_QUEUE:
+        queues.append(CELERY_DEFAULT_QUEUE)
+    return ",".join(queues)
 
 
 @lru_cache(maxsize=1)
