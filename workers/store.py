@@ -41,6 +41,7 @@ class CommitResult(StrEnum):
     STALE = "stale"  # another delivery committed this iteration already
     CANCELLED = "cancelled"
     MISSING = "missing"
+    ENDED = "ended"  # the job succeeded, ended partial or failed meanwhile: nothing changed
 
 
 _COMMIT_CODES = {
@@ -48,6 +49,7 @@ _COMMIT_CODES = {
     0: CommitResult.STALE,
     -1: CommitResult.MISSING,
     -2: CommitResult.CANCELLED,
+    -3: CommitResult.ENDED,
 }
 
 

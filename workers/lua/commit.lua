@@ -15,6 +15,11 @@ local status = redis.call('HGET', KEYS[1], 'status')
 if status == 'cancelled' then
   return -2
 end
+if status == 'succeeded' or status == 'partial' or status == 'failed' then
+  -- The job ended while this iteration ran (failed by a poison message, a crash budget,
+  -- an operator): a late commit never revives it.
+  return -3
+end
 if ARGV[5] == '1' then
   redis.call('SET', KEYS[2], ARGV[4])
 elseif ARGV[4] ~= '' then
