@@ -9,10 +9,17 @@ recorded here with the reason (``workers.transport`` and ``workers.consumer`` de
     {prefix}deadletter    list of JSON entries, newest first, at most MAX_ENTRIES
 
 An entry: ``at`` (Unix time), ``kind`` (a :class:`Kind`), ``reason``, ``queue``,
-``task``, ``id``, ``size`` (characters received) and ``raw``, the start of what was
+``task``, ``id``, ``size`` (characters received; bytes for what arrived as bytes, like a
+queue item that is not JSON) and ``raw``, the start of what was
 received (at most ``RAW_MAX_CHARS``) with URL queries and passwords and API keys masked.
 The log line says the same without ``raw``. Read the record with ``LRANGE``, or
 :meth:`DeadLetterBox.recent`.
+
+Masking runs on the worker's consumer loop, on text anyone who can write to the broker
+chooses: it looks only at the start of each field (what is kept and a margin, so that a
+secret cut by the end of what is kept is still recognised), and its patterns do a bounded
+amount of work per position, so no message can stall a worker (linear time, about a
+millisecond per field, whatever its size).
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import reprlib
 import time
 from dataclasses import dataclass
 from enum import StrEnum
@@ -29,7 +37,7 @@ from typing import Any, Final
 from redis import Redis
 
 from workers.keys import Keys
-from workers.providers.redact import redact
+from workers.providers.redact import MASK, redact
 from workers.settings import get_settings
 
 __all__ = [
@@ -48,11 +56,18 @@ MAX_ENTRIES: Final = 1000
 RAW_MAX_CHARS: Final = 2048
 REASON_MAX_CHARS: Final = 500
 NAME_MAX_CHARS: Final = 200
-# Masking looks at this much of a message; what is kept is shorter still.
-_SCAN_MAX_CHARS: Final = 64 * 1024
+# Masking looks at what is kept and this much more (more again, up to _SCAN_MAX_MARGIN,
+# when masking shortened it): a secret that the end of what it looks at cuts off is not
+# recognised, and must not show in what is kept.
+_SCAN_MARGIN: Final = 512
+_SCAN_MAX_MARGIN: Final = 8 * _SCAN_MARGIN
 
-_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^/\s\"'@]+@")
-_URL_QUERY = re.compile(r"(?i)(\b[a-z][a-z0-9+.\-]*://[^\s\"'?#]*)\?[^\s\"'#]*")
+# A URL scheme is at most 32 characters, and a URL's userinfo and path stop at the next
+# "/" or "://": each position of the text costs a bounded number of steps, not a scan of
+# the rest of it (``"a." * 32768`` once took 90 s). Possessive: no backtracking either.
+_SCHEME = r"\b[a-z][a-z0-9+.\-]{0,31}://"
+_URL_USERINFO = re.compile(rf"(?i)({_SCHEME})[^/\s\"'@]++@")
+_URL_QUERY = re.compile(rf"(?i)({_SCHEME}(?:(?!://)[^\s\"'?#])*+)\?[^\s\"'#]*+")
 
 
 class Kind(StrEnum):
@@ -68,6 +83,7 @@ class Kind(StrEnum):
     INVALID_TASK = "invalid-task"  # a task message Celery cannot read (body shape, fields)
     INVALID_ARGUMENTS = "invalid-arguments"  # arguments the task contract refuses
     UNHANDLED = "unhandled"  # any other error while taking the message
+    TOO_LARGE = "too-large"  # over MAX_ITEM_BYTES (workers.transport): never decoded
 
 
 @dataclass(frozen=True)
@@ -88,17 +104,53 @@ def _masked(text: str) -> str:
     return redact(text)
 
 
+def _bounded(text: str, limit: int) -> str:
+    """The first ``limit`` characters of ``text`` masked, masking only the start of it.
+
+    The text is cut to ``limit`` and a margin before masking, then masked, then cut to
+    ``limit``. A secret the first cut splits is not recognised, but stays at the end of
+    the masked text, in the margin that is cut away again (unless the cut fell inside a
+    masked span: then the masked text ends with the mask). If masking shortened the text
+    so much that what is kept reaches into the margin, the margin grows (up to
+    ``_SCAN_MAX_MARGIN``).
+    """
+    margin = _SCAN_MARGIN
+    while True:
+        window = text[: limit + margin]
+        masked = _masked(window)
+        if len(window) == len(text) or len(masked) >= limit + _SCAN_MARGIN or masked.endswith(MASK):
+            return masked[:limit]
+        if margin >= _SCAN_MAX_MARGIN:
+            # Only texts full of secrets shrink this much: keep only what cannot hold
+            # the start of one the cut split.
+            return masked[: max(0, min(limit, len(masked) - _SCAN_MARGIN))]
+        margin *= 2
+
+
+# A task name or id that is not a string (any JSON value a sender put there), shown
+# shallow and short: a deeply nested one must not make the record fail (RecursionError).
+_REPR = reprlib.Repr()
+_REPR.maxlevel = 3
+_REPR.maxstring = _REPR.maxother = _REPR.maxlong = NAME_MAX_CHARS
+_REPR.maxlist = _REPR.maxtuple = _REPR.maxdict = _REPR.maxset = 20
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else _REPR.repr(value)
+
+
 def _short(value: Any, limit: int = NAME_MAX_CHARS) -> str | None:
     if value is None:
         return None
-    text = value if isinstance(value, str) else repr(value)
-    return _masked(text[:_SCAN_MAX_CHARS])[:limit]
+    return _bounded(_text(value), limit)
 
 
 def entry(letter: DeadLetter, now: float) -> dict[str, Any]:
     """The record of ``letter`` as stored and logged: bounded, secrets masked."""
     raw = letter.raw
-    text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+    # Bytes are decoded only as far as they can be kept (a UTF-8 character is 1-4 bytes).
+    scanned = (RAW_MAX_CHARS + _SCAN_MAX_MARGIN + 1) * 4
+    text = raw[:scanned].decode("utf-8", "replace") if isinstance(raw, bytes) else raw
     return {
         "at": round(now, 3),
         "kind": letter.kind.value,
@@ -106,8 +158,8 @@ def entry(letter: DeadLetter, now: float) -> dict[str, Any]:
         "queue": _short(letter.queue),
         "task": _short(letter.task),
         "id": _short(letter.message_id),
-        "size": None if text is None else len(text),
-        "raw": None if text is None else _masked(text[:_SCAN_MAX_CHARS])[:RAW_MAX_CHARS],
+        "size": None if raw is None else len(raw),
+        "raw": None if text is None else _bounded(text, RAW_MAX_CHARS),
     }
 
 
@@ -146,7 +198,7 @@ def dead_letter(letter: DeadLetter) -> None:
     try:
         record = entry(letter, time.time())
         log.error(
-            "dead-lettered a broker message (%s): %s [queue %s, task %s, id %s, %s chars]",
+            "dead-lettered a broker message (%s): %s [queue %s, task %s, id %s, size %s]",
             record["kind"],
             record["reason"],
             record["queue"],

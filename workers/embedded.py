@@ -10,6 +10,11 @@ While a server runs, it holds an exclusive ``flock`` on ``DATA_DIR/embedded.lock
 descriptor is inherited by ``redis-server`` itself), so two servers never write the same
 append-only file, even when the Python process that started one has died.
 
+The data directory and everything in it are the owner's only (0700, files 0600): it
+holds every job's spec (the append-only file) and the log. ``start`` makes them so even
+when an older version left them readable by others, and the server runs with umask 077,
+so that the files it writes later (an AOF rewrite) are private too.
+
 The server asks for a password, random per data directory and kept in
 ``DATA_DIR/redis.password`` (mode 0600), and refuses dangerous commands (``CONFIG SET``,
 ``MODULE``, ``DEBUG``, ``FLUSHALL``...): see ``workers.embedded_config``. Its URL carries
@@ -25,6 +30,7 @@ import importlib.util
 import os
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -67,6 +73,8 @@ LOCK_NAME = "embedded.lock"
 # bound to 0 come from the ephemeral range).
 _STANDARD_PORTS = frozenset({6379, 6380, 16379, 26379})
 _PORT_ATTEMPTS = 3
+#: The umask ``redis-server`` runs with: what it writes, only its owner reads.
+SERVER_UMASK = 0o077
 
 
 class EmbeddedRedisError(RuntimeError):
@@ -106,6 +114,38 @@ def _free_port() -> int:
             port = int(s.getsockname()[1])
         if port not in _STANDARD_PORTS:
             return port
+
+
+def make_private(data_dir: Path) -> None:
+    """Make ``data_dir`` 0700 and every file and directory in it that others may read,
+    write or enter 0600 (directories 0700). Symbolic links are left alone (and not
+    followed). An older version made the directory 0755 and its files 0644."""
+    try:
+        os.chmod(data_dir, 0o700)
+    except PermissionError as exc:
+        raise EmbeddedRedisError(
+            f"cannot make the Redis data dir {data_dir} private ({exc.strerror}): "
+            "it must belong to this user"
+        ) from None
+    pending = [data_dir]
+    while pending:
+        with os.scandir(pending.pop()) as entries:
+            for item in entries:
+                if item.is_symlink():
+                    continue
+                info = item.stat(follow_symlinks=False)
+                is_dir = stat.S_ISDIR(info.st_mode)
+                if is_dir:
+                    pending.append(Path(item.path))
+                if info.st_mode & 0o077 and info.st_uid == os.getuid():
+                    os.chmod(item.path, 0o700 if is_dir else 0o600)
+
+
+def _open_private(path: Path) -> IO[bytes]:
+    """``path`` opened for appending, created 0600 (``open("ab")`` would follow the
+    caller's umask: 0644)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    return os.fdopen(fd, "ab")
 
 
 def _tail(path: Path, max_bytes: int = 4096, max_lines: int = 30) -> str:
@@ -206,7 +246,9 @@ class EmbeddedRedis:
         self.data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         self._acquire_lock()
         try:
+            # A password file others could read is replaced (not made private): first.
             self._password = ensure_password(self.data_dir)
+            make_private(self.data_dir)
             attempts = _PORT_ATTEMPTS if self._port is None else 1
             for attempt in range(attempts):
                 if self._port is None:
@@ -287,7 +329,7 @@ class EmbeddedRedis:
     def _spawn_and_wait(self) -> None:
         port = self.port
         assert self._lock is not None
-        with self.log_path.open("ab") as log:
+        with _open_private(self.log_path) as log:
             # Output from before the config is read (e.g. a bad flag) lands in the log too.
             # Own session: a Ctrl-C at the terminal reaches the caller, which stops its
             # workers before this server, not the server first.
@@ -299,6 +341,7 @@ class EmbeddedRedis:
                 cwd=self.data_dir,
                 pass_fds=(self._lock.fileno(),),
                 start_new_session=True,
+                umask=SERVER_UMASK,
             )
         self._write_lock_owner()
         deadline = time.monotonic() + START_TIMEOUT
@@ -370,7 +413,8 @@ class EmbeddedRedis:
     def _acquire_lock(self) -> None:
         if self._lock is not None:
             return
-        fh = (self.data_dir / LOCK_NAME).open("a+b")
+        fd = os.open(self.data_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        fh = os.fdopen(fd, "r+b")
         try:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

@@ -8,6 +8,13 @@ error"). Here every item is checked before kombu builds a message from it; a bad
 dead-lettered (``workers.deadletter``) and the worker goes on. An error while Celery takes
 a message that passed (``workers.consumer`` handles the usual ones) is contained too: the
 message is dead-lettered and acknowledged, never left to be redelivered forever.
+
+Both ways a message arrives are covered: a queue item (``BRPOP``) and a broadcast on the
+fan-out channel every worker listens on (``PUBLISH`` to Celery's remote-control mailbox):
+whatever error decoding raises (not only a ``ValueError``: JSON nested 100,000 deep raises
+``RecursionError``, a ``{"__type__": "bytes", "__value__": 5}`` an ``AttributeError``), the
+item is dead-lettered with the reason and the worker goes on; only connection errors
+propagate. An item over ``MAX_ITEM_BYTES`` is refused before it is decoded at all.
 Selected by ``broker_transport`` in ``workers/app.py``.
 """
 
@@ -18,14 +25,28 @@ import binascii
 import contextlib
 import json
 from collections.abc import Mapping
-from typing import Any
+from queue import Empty
+from typing import Any, Final
 
 from kombu.transport import redis as kombu_redis
+from kombu.utils.json import loads
 
 from workers.deadletter import DeadLetter, Kind, dead_letter
 
 #: A kombu delivery tag is a UUID: anything much longer is not one.
 MAX_TAG_CHARS = 256
+#: The largest queue item or broadcast decoded. A job's message carries its spec (API
+#: requests are at most 1 MiB by default) base64-encoded: 64 MiB is far above any real one
+#: and keeps a crafted item from costing the worker gigabytes while it is decoded.
+MAX_ITEM_BYTES: Final = 64 * 1024 * 1024
+
+#: What :meth:`Channel._decoded` returns for an item it dead-lettered.
+_REFUSED: Final = object()
+
+
+def _str(value: bytes | str) -> str:
+    """kombu's ``bytes_to_str``: undecodable bytes become U+FFFD."""
+    return value.decode(errors="replace") if isinstance(value, bytes) else value
 
 
 def envelope_problem(payload: Any, codecs: Mapping[str, Any]) -> tuple[Kind, str] | None:
@@ -75,8 +96,8 @@ def _raw(payload: Any) -> str:
             payload = {**payload, "body": base64.b64decode(body, validate=True).decode()}
     try:
         return json.dumps(payload, default=repr)
-    except (TypeError, ValueError):  # pragma: no cover - decoded JSON always dumps
-        return repr(payload)
+    except Exception as exc:  # nested almost as deep as decoding allows: RecursionError
+        return f"(a JSON {type(payload).__name__} that does not print: {type(exc).__name__})"
 
 
 def _names(payload: Any) -> tuple[Any, Any]:
@@ -88,16 +109,79 @@ def _names(payload: Any) -> tuple[Any, Any]:
 
 
 class Channel(kombu_redis.Channel):
+    """kombu's channel, decoding what it receives itself (``_brpop_read`` and
+    ``_receive_one`` are kombu 5.7's, with :meth:`_decoded` for its ``loads``)."""
+
+    def _decoded(self, item: bytes | str, queue: str | None) -> Any:
+        """``item`` decoded, or :data:`_REFUSED` once it is dead-lettered."""
+        if len(item) > MAX_ITEM_BYTES:
+            reason = f"{len(item)} bytes, more than the {MAX_ITEM_BYTES} a message may have"
+            dead_letter(DeadLetter(Kind.TOO_LARGE, reason, raw=item, queue=queue))
+            return _REFUSED
+        try:
+            return loads(_str(item))  # type: ignore[no-untyped-call]
+        except self.connection_errors:
+            raise
+        except Exception as exc:  # ValueError, RecursionError, AttributeError (object_hook)...
+            reason = f"not a JSON message: {type(exc).__name__}: {exc}"
+            dead_letter(DeadLetter(Kind.NOT_JSON, reason, raw=item, queue=queue))
+            return _REFUSED
+
     def _brpop_read(self, **options: Any) -> bool:
         try:
-            return bool(super()._brpop_read(**options))  # type: ignore[no-untyped-call]
-        except (ValueError, KeyError, TypeError) as exc:
-            # Transport._deliver lets nothing but connection errors out: this came from
-            # decoding the item (JSON and UTF-8 errors are ValueErrors and keep the text).
-            raw = getattr(exc, "doc", None) or getattr(exc, "object", None)
-            reason = f"not a JSON message: {type(exc).__name__}: {exc}"
-            dead_letter(DeadLetter(Kind.NOT_JSON, reason, raw=raw))
-            return False
+            try:
+                dest_item = self.client.parse_response(self.client.connection, "BRPOP", **options)
+            except self.connection_errors:
+                # Disconnect, so that the next iteration reconnects.
+                self.client.connection.disconnect()
+                raise
+            if not dest_item:
+                raise Empty()
+            dest, item = dest_item
+            dest = _str(dest).rsplit(self.sep, 1)[0]
+            self._queue_cycle.rotate(dest)
+            message = self._decoded(item, dest)
+            if message is _REFUSED:
+                return False
+            self.connection._deliver(message, dest)
+            return True
+        finally:
+            self._in_poll = None  # type: ignore[assignment]  # as kombu does
+            # The BRPOP connection is idle now: kombu applies a pending re-auth token here.
+            flush = getattr(self, "_flush_brpop_reauth", None)
+            if flush is not None:
+                flush()
+
+    def _receive_one(self, c: Any) -> bool | None:
+        try:
+            response = c.parse_response()
+        except self.connection_errors:
+            self._in_listen = None  # type: ignore[assignment]  # as kombu does
+            raise
+        if not isinstance(response, (list, tuple)):
+            return None
+        try:
+            payload = self._handle_message(c, response)  # type: ignore[no-untyped-call]
+            if not _str(payload["type"]).endswith("message") or not payload["data"]:
+                return None  # (un)subscribe confirmations
+            channel = _str(payload["channel"])
+        except self.connection_errors:
+            raise
+        except Exception as exc:  # pragma: no cover - Redis sends well-formed replies
+            reason = f"a broadcast the worker could not read: {type(exc).__name__}: {exc}"
+            dead_letter(DeadLetter(Kind.UNHANDLED, reason, raw=repr(response)))
+            return None
+        if channel[:1] == "/":
+            _, _, channel = channel.partition(".")
+        message = self._decoded(payload["data"], channel)
+        if message is _REFUSED:
+            return None
+        exchange = channel.split("/", 1)[0]
+        if exchange not in self._fanout_to_queue:  # only with a wildcard in a topic
+            reason = f"a broadcast for no exchange this worker binds: {exchange!r:.200}"
+            dead_letter(DeadLetter(Kind.ENVELOPE, reason, _raw(message), channel))
+            return None
+        return bool(self._deliver_fanout_message(message, exchange))  # type: ignore[no-untyped-call]
 
 
 class Transport(kombu_redis.Transport):

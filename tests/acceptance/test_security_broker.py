@@ -237,3 +237,103 @@ def test_the_record_is_bounded_and_masks_secrets(redis_client: Redis, redis_pref
         assert PLANTED not in record["raw"]
         assert "https://hooks.example/done?***" in record["raw"]
         assert "redis://***@10.0.0.1" in record["raw"]
+
+
+# -- what decoding itself chokes on (RecursionError, AttributeError), and slow masking ------
+
+DEEP = "[" * 100_000 + "]" * 100_000  # json.loads: RecursionError, not a ValueError
+DEEP_OBJECT = '{"a":' * 50_000 + "1" + "}" * 50_000
+BAD_TYPE = json.dumps({"__type__": "bytes", "__value__": 5})  # kombu's hook: AttributeError
+# Text on which the dead-letter masking once backtracked quadratically (~90 s a message).
+# Every item here has its own length: the tests tell the entries apart by their size.
+SLOW_MASK = ["a." * 99_000, "x://" * 40_000, "ab:/" * 30_000 + "@"]
+
+
+def wait_dead_letters(redis_client: Redis, prefix: str, count: int, timeout: float) -> list[Any]:
+    wait_for(
+        lambda: len(dead_letters(redis_client, prefix)) >= count,
+        timeout,
+        f"dead letters: {[e['reason'] for e in dead_letters(redis_client, prefix)]}",
+    )
+    return dead_letters(redis_client, prefix)
+
+
+def test_items_that_break_the_json_decoder_are_dead_lettered(
+    cluster: Callable[..., Cluster], sim_url: str, redis_client: Redis
+) -> None:
+    """Queue items nested 100,000 deep (RecursionError), one kombu's JSON hook fails on
+    (AttributeError), three on which masking used to take minutes, and one over
+    MAX_ITEM_BYTES: each is dead-lettered with its reason, the worker stays up and answers
+    a ping, and the good job queued behind them finishes promptly."""
+    from workers.transport import MAX_ITEM_BYTES  # noqa: PLC0415
+
+    c = cluster(sim_url)
+    queue = f"{c.prefix}q"
+    huge = b"[" + b" " * MAX_ITEM_BYTES + b"]"  # valid JSON, refused before decoding
+    items: list[str | bytes] = [DEEP, DEEP_OBJECT, BAD_TYPE, *SLOW_MASK, huge]
+    for raw in items:
+        redis_client.lpush(queue, raw)
+    del huge
+    good = spec("after-deep", "text", size=2000)
+    c.producer().send_task("continuum.generate", kwargs={"spec": good}, queue="q")
+    worker = c.worker(concurrency=1)
+    ready = time.monotonic()
+
+    entries = wait_dead_letters(redis_client, c.prefix, len(items), timeout=20)
+    assert worker.poll() is None, c.log(worker)
+    records = c.wait_ended(["after-deep"], timeout=60)
+    took = time.monotonic() - ready
+    assert records["after-deep"].status.value == "succeeded", c.logs()
+    check_exactly_once(c, reference([good]))
+    assert took < 30, f"the good job behind the bad items took {took:.1f} s"
+    assert c.producer().control.ping(timeout=5), "the worker does not answer a ping"
+
+    assert len(entries) == len(items), entries
+    by_size = {e["size"]: e for e in entries}
+    for raw in items:
+        record = by_size[len(raw)]
+        assert record["queue"] == "q", record
+        assert record["raw"] is not None and len(record["raw"]) <= RAW_MAX_CHARS
+        expected = "too-large" if raw is items[-1] else "not-json"
+        assert record["kind"] == expected, record
+    assert "RecursionError" in by_size[len(DEEP)]["reason"]
+    assert "RecursionError" in by_size[len(DEEP_OBJECT)]["reason"]
+    assert "AttributeError" in by_size[len(BAD_TYPE)]["reason"]
+    assert str(MAX_ITEM_BYTES) in by_size[MAX_ITEM_BYTES + 2]["reason"]
+    assert redis_client.llen(queue) == 0
+    log = c.log(worker)
+    assert log.count("dead-lettered a broker message") == len(items), log[-3000:]
+    assert "Unrecoverable error" not in log
+
+
+def test_broadcasts_that_break_the_json_decoder_stop_no_worker(
+    cluster: Callable[..., Cluster], sim_url: str, redis_client: Redis
+) -> None:
+    """The same on the remote-control channel every worker listens on: one PUBLISH used to
+    stop every worker at once. Both workers stay up, dead-letter each broadcast, still
+    answer remote control, and run a good job after."""
+    c = cluster(sim_url)
+    workers = [c.worker(concurrency=1), c.worker(concurrency=1)]
+    channel = f"{c.prefix}/0.celery.pidbox"
+    sent = [DEEP, DEEP_OBJECT, BAD_TYPE, SLOW_MASK[0]]
+    for raw in sent:
+        assert redis_client.publish(channel, raw) == len(workers), "not every worker listens"
+
+    entries = wait_dead_letters(redis_client, c.prefix, len(sent) * len(workers), timeout=20)
+    assert len(entries) == len(sent) * len(workers), entries
+    assert {e["kind"] for e in entries} == {"not-json"}
+    reasons = [e["reason"] for e in entries]
+    assert sum("RecursionError" in r for r in reasons) == 2 * len(workers), reasons
+    assert sum("AttributeError" in r for r in reasons) == len(workers), reasons
+    for worker in workers:
+        assert worker.poll() is None, c.log(worker)
+    replies = c.producer().control.ping(timeout=5)
+    assert len(replies) == len(workers), replies
+
+    good = spec("after-deep-broadcast", "text", size=2000)
+    c.producer().send_task("continuum.generate", kwargs={"spec": good}, queue="q")
+    records = c.wait_ended(["after-deep-broadcast"], timeout=60)
+    assert records["after-deep-broadcast"].status.value == "succeeded", c.logs()
+    for worker in workers:
+        assert worker.poll() is None, c.log(worker)
+        assert "Unrecoverable error" not in c.log(worker)

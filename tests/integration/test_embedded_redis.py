@@ -430,3 +430,66 @@ def test_the_cli_finds_the_password_and_never_shows_it(tmp_path: Path) -> None:
             worker.wait()
         server.stop()
     assert password not in server.log_path.read_text()
+
+
+def modes(root: Path) -> dict[str, int]:
+    """The permission bits of ``root`` and of everything under it, by relative path."""
+    found = {".": stat.S_IMODE(root.stat().st_mode)}
+    for path in root.rglob("*"):
+        found[str(path.relative_to(root))] = stat.S_IMODE(path.lstat().st_mode)
+    return found
+
+
+@pytest.mark.security
+def test_a_data_dir_left_readable_by_an_older_version_is_made_private(tmp_path: Path) -> None:
+    """An older version made ``var/redis`` 0755 and its files 0644 (the append-only file
+    holds every job's spec): the next start makes the directory 0700 and every file 0600,
+    keeps the data, and what the server writes afterwards (an AOF rewrite, the log) is
+    0600 too, whatever the caller's umask."""
+    data = tmp_path / "var" / "redis"
+    data.mkdir(parents=True)
+    with EmbeddedRedis(data) as server:  # the data an older version would have left
+        client = client_for(server)
+        client.set("job:spec", "a prompt others must not read")
+        client.close()
+    data.chmod(0o755)
+    for path in data.iterdir():
+        path.chmod(0o644)
+    (data / "leftover.tmp").write_bytes(b"x")
+    (data / "leftover.tmp").chmod(0o664)
+    assert stat.S_IMODE((data / "appendonly.aof").stat().st_mode) == 0o644
+
+    old_umask = os.umask(0o022)  # files made by a careless process are 0644
+    try:
+        with EmbeddedRedis(data) as server:
+            client = client_for(server)
+            try:
+                assert client.get("job:spec") == b"a prompt others must not read"
+                client.set("job:next", "another spec")
+                assert client.bgrewriteaof()  # the server writes a new append-only file
+                deadline = time.monotonic() + 10
+                while (
+                    client.info("persistence")["aof_rewrite_in_progress"]
+                    or (client.info("persistence")["aof_rewrite_scheduled"])
+                ):
+                    assert time.monotonic() < deadline, "the AOF rewrite did not finish"
+                    time.sleep(0.05)
+                client.set("job:after", "written after the rewrite")
+            finally:
+                client.close()
+            found = modes(data)
+            assert found.pop(".") == 0o700
+            assert {"appendonly.aof", "redis.log", "redis.conf", "redis.password"} <= set(found)
+            assert found == dict.fromkeys(found, 0o600), found
+    finally:
+        os.umask(old_umask)
+    found = modes(data)
+    assert found.pop(".") == 0o700 and found == dict.fromkeys(found, 0o600), found
+
+
+@pytest.mark.security
+def test_the_server_runs_with_a_private_umask(tmp_path: Path) -> None:
+    with EmbeddedRedis(tmp_path) as server:
+        status = Path(f"/proc/{server.pid}/status").read_text()
+    umask = next(line.split()[1] for line in status.splitlines() if line.startswith("Umask:"))
+    assert int(umask, 8) == 0o077
