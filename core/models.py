@@ -7,6 +7,7 @@ rather than a setting silently ignored.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from enum import StrEnum
 from typing import Any, Final, Literal
@@ -189,11 +190,21 @@ class JobSpec(_Strict):
     def _http_url(cls, value: str | None) -> str | None:
         # The shape only: which hosts a worker may call is decided where it calls them,
         # after DNS (``workers.callback_addresses``). Messages never echo the URL (its
-        # query may hold a token).
+        # path, query or user info may hold a token).
+        #
+        # The host must be an IP literal or a DNS name: labels of letters, digits,
+        # hyphens (not at either end) and underscores (allowed: real receivers use them
+        # in names), 63 characters at most, 253 in all, one trailing dot allowed; a
+        # non-ASCII name is judged in its IDNA (``xn--``) form. Anything else (``\``,
+        # ``%``, a space, a control character) is where URL parsers disagree on where
+        # the host ends: httpx reads ``https://h.example\p\token`` as one host, so the
+        # worker's logs would name the token as the host.
         if value is None:
             return value
         if not re.fullmatch(r"https?://[^\s/?#]+[^\s]*", value, re.IGNORECASE):
             raise ValueError("callback_url must be an http:// or https:// URL")
+        if re.search(r"[\x00-\x1f\x7f-\x9f]", value):
+            raise ValueError("callback_url holds a control character")
         try:
             parts = urlsplit(value)
             parts.port  # noqa: B018  (raises on a port out of range)
@@ -201,6 +212,32 @@ class JobSpec(_Strict):
             raise ValueError("callback_url has an invalid host or port") from None
         if not parts.hostname:
             raise ValueError("callback_url has no host")
+        bad_host = ValueError("callback_url's host must be a DNS name or an IP address")
+        if "\\" in parts.netloc:  # in the user info too: a browser reads it as a "/"
+            raise bad_host
+        # After the last "@" (as urllib and httpx read it): ``[IPv6]`` or a name, and a
+        # port; urllib alone would let ``x[::1]`` or ``[::1]x`` pass as ``::1``.
+        shape = re.fullmatch(
+            r"\[([0-9a-f:.]+)\](?::[0-9]*)?|([^:\[\]]+)(?::[0-9]*)?",
+            parts.netloc.rpartition("@")[2].lower(),
+        )
+        if shape is None:
+            raise bad_host
+        ipv6, host = shape.groups()
+        if ipv6 is not None:
+            try:
+                ipaddress.IPv6Address(ipv6)
+            except ValueError:
+                raise bad_host from None
+            return value
+        try:
+            name = host if host.isascii() else host.encode("idna").decode("ascii")
+        except UnicodeError:
+            raise bad_host from None
+        name = name.removesuffix(".")
+        label = r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?"
+        if len(name) > 253 or not re.fullmatch(rf"{label}(?:\.{label})*", name):
+            raise bad_host
         return value
 
     @field_validator("providers", mode="before")

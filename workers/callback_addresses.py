@@ -180,14 +180,38 @@ class Target:
         return {"sni_hostname": self.host} if self.url.scheme == "https" else {}
 
 
+def host_name_or_ip(host: str) -> bool:
+    """Whether ``host`` (a URL's host as sent: IDNA-encoded, no brackets) is an IP literal
+    or a DNS name: labels of letters, digits, hyphens (not at either end) and underscores
+    (receivers use them in names), 63 characters at most, 253 in all, a trailing dot
+    allowed. Anything else (a backslash, ``%``, a space) is where URL parsers disagree on
+    where the host ends, and may be a path (a token) read as a host."""
+    if ":" in host:
+        if "%" in host:  # a zone ID: no callback reaches a link-local address anyway
+            return False
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            return False
+        return True
+    name = host.lower().removesuffix(".")
+    return 0 < len(name) <= 253 and all(
+        len(label) <= 63 and _LABEL.fullmatch(label) for label in name.split(".")
+    )
+
+
 def origin(url: str | httpx.URL) -> str:
     """``scheme://host[:port]``: how a callback URL is named in messages and logs (its
-    path, query, fragment and user info may carry a token: never shown)."""
+    path, query, fragment and user info may carry a token: never shown). A URL whose
+    host is neither a DNS name nor an IP literal is "(an invalid URL)": httpx reads
+    ``https://h.example\\path\\token`` as a host, token included."""
     try:
         parsed = httpx.URL(url)
     except (httpx.InvalidURL, TypeError, ValueError):
         return "(an invalid URL)"
     host = parsed.raw_host.decode("ascii", "replace")
+    if host and not host_name_or_ip(host):
+        return "(an invalid URL)"
     host = f"[{host}]" if ":" in host else host
     port = f":{parsed.port}" if parsed.port is not None else ""
     return f"{parsed.scheme}://{host}{port}"
@@ -214,7 +238,9 @@ def check(url: str, allow: AllowList, resolver: Resolver = resolve) -> Target:
         raise Refused("the callback URL is not a valid URL") from None
     if parsed.scheme not in {"http", "https"} or not parsed.raw_host:
         raise Refused(f"callback to {shown} refused: only http(s) URLs with a host are called")
-    host = parsed.raw_host.decode("ascii")
+    host = parsed.raw_host.decode("ascii", "replace")
+    if not host_name_or_ip(host):
+        raise Refused("the callback URL's host is neither a DNS name nor an IP address")
     port = parsed.port or (443 if parsed.scheme == "https" else 80)
     addresses = [ipaddress.ip_address(a) for a in resolver(host, port)]
     if not addresses:
@@ -241,6 +267,7 @@ __all__ = [
     "Unresolved",
     "check",
     "forbidden",
+    "host_name_or_ip",
     "origin",
     "reached",
     "resolve",

@@ -4,12 +4,17 @@ A job's ``callback_url`` cannot make a worker call loopback in any spelling (the
 after DNS), a redirect is not followed, and a delivery refused says why in the job's
 ``callback`` field, once, without retrying. A callback token planted in the URL (query and
 path) appears nowhere but in the job's spec: not in a worker's INFO log, any other Redis
-key or value under the test's prefix (task results included), or Flower's task list.
+key or value under the test's prefix (task results included), or Flower's task list. A
+receiver that answers a byte at a time holds a worker's delivery for its deadline, no
+longer; a callback URL whose "host" holds a path is refused at submission.
 """
 
 from __future__ import annotations
 
 import json
+import select
+import socket
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -19,8 +24,13 @@ from typing import Any
 import pytest
 from fastapi import FastAPI, Request, Response
 from procs import Cluster
+from pydantic import ValidationError
 from redis import Redis
 from test_flower import Flower
+
+from core import JobSpec
+from core.models import describe_errors
+from workers.callbacks import TIMEOUT_S
 
 pytestmark = [pytest.mark.security, pytest.mark.slow]
 
@@ -230,3 +240,87 @@ def test_a_planted_callback_token_is_nowhere_but_in_the_job_spec(
     must = {f"{c.prefix}job:{j} {f}" for j in ("planted", "planted-v6") for f in ("spec", "state")}
     assert holding(dump, SECRET) == must
     assert holding(dump, PATH_SECRET) == must
+
+
+# -- a receiver that answers a byte at a time ------------------------------------------------
+
+
+class Drip:
+    """A receiver on a free loopback port that sends a status line and then one endless
+    header, a byte every 0.25 s; ``held`` is how long each connection stayed open before
+    the client closed it (at most ``cap`` seconds)."""
+
+    ANSWER = b"HTTP/1.1 200 OK\r\nX-Drip: " + b"a" * 60_000
+
+    def __init__(self, cap: float = 40.0) -> None:
+        self.cap = cap
+        self.held: list[float] = []
+        self.stop = threading.Event()
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = int(self.server.getsockname()[1])
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        start, pending = time.monotonic(), self.ANSWER
+        with conn:
+            try:
+                while not self.stop.is_set() and time.monotonic() - start < self.cap:
+                    if select.select([conn], [], [], 0.25)[0]:
+                        if not conn.recv(65536):
+                            break  # the worker closed the connection
+                    elif pending:
+                        conn.sendall(pending[:1])
+                        pending = pending[1:]
+            except OSError:
+                pass
+        self.held.append(time.monotonic() - start)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.server.close()
+
+
+def test_a_receiver_that_drips_its_answer_holds_a_worker_for_the_deadline_only(
+    cluster: Callable[..., Cluster],
+) -> None:
+    """Before the deadline, each byte restarted httpx's read timeout: one callback held a
+    worker thread for hours, and N jobs N threads. Now the worker hangs up when the
+    deadline (``TIMEOUT_S``) passes, and the delivery is retried, named by origin."""
+    drip = Drip()
+    try:
+        c = cluster(CONTINUUM_CALLBACK_ALLOW="127.0.0.1", CONTINUUM_MAX_COUNTDOWN_S="30")
+        c.worker()
+        job = spec("dripped", f"http://127.0.0.1:{drip.port}/hook/{PATH_SECRET}?token={SECRET}")
+        c.producer().send_task("continuum.generate", kwargs={"spec": job}, queue="q")
+        c.wait_ended(["dripped"], timeout=60)
+
+        deadline = time.monotonic() + TIMEOUT_S + 20
+        while not drip.held:
+            assert time.monotonic() < deadline, c.logs()
+            time.sleep(0.1)
+        assert TIMEOUT_S - 0.5 < drip.held[0] < TIMEOUT_S + 1.5, drip.held
+        outcome = callback_field(c, "dripped", lambda v: v.startswith(("retrying", "fail")))
+        assert outcome == (
+            f"retrying: POST to http://127.0.0.1:{drip.port}: no answer within {TIMEOUT_S:g} s"
+            " (the deadline for connecting, sending and the response headers)"
+        )
+    finally:
+        drip.close()
+
+
+def test_a_callback_url_whose_host_holds_a_path_is_refused_at_submission() -> None:
+    """httpx reads ``https://h.example\\services\\token`` as one host: such a URL would have
+    put the token wherever a worker names the receiver."""
+    with pytest.raises(ValidationError) as refused:
+        JobSpec(prompt="p", callback_url=f"https://hooks.example.com\\services\\{SECRET}?x=1")
+    assert describe_errors(refused.value) == (
+        "callback_url: callback_url's host must be a DNS name or an IP address"
+    )

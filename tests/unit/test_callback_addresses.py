@@ -1,13 +1,24 @@
 """Which addresses a callback may reach (``workers.callback_addresses``) and how it is sent
 (``workers.callbacks.deliver``): every non-public address class is refused after DNS, in
 any spelling, unless the operator allow-lists it; the POST goes to the checked address; a
-redirect is not followed; no message names the URL's path or query."""
+redirect is not followed; no message names the URL's path or query; a host that is not a
+DNS name or an IP literal is refused at submission and never shown; and a receiver that
+answers (or reads) a byte at a time is cut off at the delivery's deadline."""
 
 from __future__ import annotations
 
 import ipaddress
 import logging
+import select
+import shutil
+import socket
+import ssl
+import subprocess
+import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -54,6 +65,132 @@ def test_a_malformed_callback_url_is_refused_at_submission_without_echoing_it(
 def test_the_address_is_not_judged_at_submission(url: str) -> None:
     """Submission checks the shape; the address is checked by the worker, after DNS."""
     assert JobSpec(prompt="p", callback_url=url).callback_url == url
+
+
+# -- at submission: the host is a DNS name or an IP literal ----------------------------------
+#
+# Decided: ``_`` is allowed in a label (real receivers use it in names, and DNS carries
+# it); so are a trailing dot and an IDN (judged in its ``xn--`` form). User info may hold
+# ``%`` escapes and even an ``@``: urllib and httpx both take the host after the *last*
+# ``@``, so what is judged is what is called (and shown). A backslash anywhere before the
+# path is refused: httpx reads it as part of the host, a browser as a "/".
+
+BAD_HOST = "callback_url: callback_url's host must be a DNS name or an IP address"
+NOT_HTTP = "callback_url: callback_url must be an http:// or https:// URL"
+CONTROL = "callback_url: callback_url holds a control character"
+
+
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        # backslashes: httpx takes all of this for the host, the token included
+        (rf"https://hooks.example.com\services\T0\Xoxb{TOKEN}?x=1", BAD_HOST),
+        (rf"https://hooks.example.com\{TOKEN}", BAD_HOST),
+        (rf"https://evil.example\@hooks.example.com/{TOKEN}", BAD_HOST),
+        (rf"https://u\{TOKEN}@hooks.example.com/", BAD_HOST),
+        # spaces (the URL's shape already refuses them)
+        (f"http://hooks .example/?t={TOKEN}", NOT_HTTP),
+        (f"http://hooks.example\u3000x/?t={TOKEN}", NOT_HTTP),
+        (f"http://hooks.example /?t={TOKEN}", NOT_HTTP),
+        # percent: escapes in a host are read differently by different parsers
+        (f"http://hooks%2eexample.com/?t={TOKEN}", BAD_HOST),
+        (f"http://hooks.example.com%00.evil/?t={TOKEN}", BAD_HOST),
+        (f"http://hooks.example%2F{TOKEN}/", BAD_HOST),
+        (f"http://[fe80::1%25eth0]/?t={TOKEN}", BAD_HOST),  # a zone ID
+        # "@" tricks that end on no valid host
+        (f"http://hooks.example.com@evil\\{TOKEN}/", BAD_HOST),
+        (f"http://hooks.example.com@[v1.{TOKEN}]/", BAD_HOST),
+        # control characters, in the host or anywhere else
+        (f"http://hooks\x00.example/?t={TOKEN}", CONTROL),
+        (f"http://hooks\x1b[31m.example/?t={TOKEN}", CONTROL),
+        (f"http://hooks.example/\x7f?t={TOKEN}", CONTROL),
+        (f"http://hooks.example/\x08?t={TOKEN}", CONTROL),
+        # brackets: only around an IPv6 address, nothing before or after
+        (f"http://x[::1]/?t={TOKEN}", BAD_HOST),
+        (f"http://[::1]x/?t={TOKEN}", BAD_HOST),
+        (f"http://[v1.x]/?t={TOKEN}", BAD_HOST),
+        # what a DNS name does not hold
+        (f"http://-hooks.example/?t={TOKEN}", BAD_HOST),
+        (f"http://hooks-.example/?t={TOKEN}", BAD_HOST),
+        (f"http://hooks..example/?t={TOKEN}", BAD_HOST),
+        (f"http://hooks.example../?t={TOKEN}", BAD_HOST),
+        (f"http://{'a' * 64}.example/?t={TOKEN}", BAD_HOST),
+        (f"http://{'a.' * 127}example/?t={TOKEN}", BAD_HOST),  # 261 characters
+        *[(f"http://hooks{c}x.example/?t={TOKEN}", BAD_HOST) for c in "!$&'()*+,;=~\"<>^`{|}"],
+    ],
+)
+def test_a_host_that_is_no_dns_name_or_ip_is_refused_at_submission_without_echoing_it(
+    url: str, said: str
+) -> None:
+    with pytest.raises(ValidationError) as invalid:
+        JobSpec(prompt="p", callback_url=url)
+    message = describe_errors(invalid.value)
+    assert message == said
+    for part in (TOKEN, "services", "hooks", "evil"):
+        assert part not in message.removeprefix("callback_url: callback_url")
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("https://hooks.example.com/services/T0/x?y=1", "https://hooks.example.com"),
+        ("https://_hooks._tcp.my_service.example/h", "https://_hooks._tcp.my_service.example"),
+        ("http://Hooks-1.Example.:8080/h", "http://hooks-1.example.:8080"),
+        ("http://bücher.example/h", "http://xn--bcher-kva.example"),
+        ("http://xn--bcher-kva.example/h", "http://xn--bcher-kva.example"),
+        (f"http://{'a' * 63}.example/", f"http://{'a' * 63}.example"),
+        ("http://93.184.215.14/h", "http://93.184.215.14"),
+        ("http://2130706433:9/h", "http://2130706433:9"),  # refused after DNS, not here
+        ("http://[2606:2800::1]:8443/h", "http://[2606:2800::1]:8443"),
+        ("http://[::ffff:8.8.8.8]/h", "http://[::ffff:8.8.8.8]"),
+        # the token's place (path, query, user info) may hold what a host may not
+        (r"https://hooks.example.com/services\T0\x%20y?q=a\b%00", "https://hooks.example.com"),
+        (f"https://u:p%40{TOKEN}@hooks.example.com/", "https://hooks.example.com"),
+        # "@": the host is after the last one, for urllib and httpx alike
+        ("http://hooks.example.com@evil.example/h", "http://evil.example"),
+        ("http://a@b@hooks.example/h", "http://hooks.example"),
+    ],
+)
+def test_a_dns_name_or_ip_literal_is_accepted_and_is_what_origin_shows(
+    url: str, shown: str
+) -> None:
+    """What submission judged is the host httpx will call (and ``origin`` show)."""
+    assert JobSpec(prompt="p", callback_url=url).callback_url == url
+    assert origin(url) == shown
+
+
+BAD_HOSTS = [
+    rf"https://hooks.example.com\services\T0\Xoxb{TOKEN}?x=1",
+    rf"https://hooks.example.com\{TOKEN}",
+    f"http://hooks%2e{TOKEN}.example/",
+    f"http://hooks {TOKEN}.example/",
+    f"http://[fe80::1%25{TOKEN}]/",
+    f"http://-{TOKEN}.example/",
+    f"http://{TOKEN}..example/",
+    f"http://{TOKEN}!.example/",
+    f"http://u@{TOKEN}{'x' * 60}.example/",
+]
+
+
+@pytest.mark.parametrize("url", BAD_HOSTS)
+def test_origin_does_not_show_a_host_that_is_no_dns_name_or_ip(url: str) -> None:
+    """A spec stored before submission checked hosts, or sent past it, still shows none."""
+    assert origin(url) == "(an invalid URL)"
+    if " " not in url:  # (in free text, a URL ends at a space: the rest is not a URL)
+        assert TOKEN not in hide_urls(f"POST to {url} failed")
+
+
+@pytest.mark.parametrize("url", BAD_HOSTS)
+def test_a_host_that_is_no_dns_name_or_ip_is_refused_before_any_lookup(url: str) -> None:
+    def resolver(host: str, port: int) -> Sequence[str]:
+        raise AssertionError(f"looked up {host}")
+
+    with pytest.raises(Refused) as refused:
+        check(url, AllowList.parse("*.example, 0.0.0.0/0"), resolver)
+    assert str(refused.value) == "the callback URL's host is neither a DNS name nor an IP address"
+    with pytest.raises(CallbackRefused) as not_sent:
+        deliver(url, {}, allow=NOTHING, resolver=resolver)
+    assert TOKEN not in str(not_sent.value)
 
 
 # -- the address classes -------------------------------------------------------------------
@@ -365,6 +502,234 @@ def test_a_failed_post_is_retryable_and_names_the_origin_only(
     assert message.startswith("POST to https://hooks.example:8443: ")
     for secret in (TOKEN, "secret/path", "pw"):
         assert secret not in message
+
+
+# -- the deadline: a receiver that drips is cut off -----------------------------------------
+
+
+class Drip:
+    """A receiver on a free loopback port that takes its time: on each connection it sends
+    ``answer`` one byte every ``every`` seconds, then nothing, and reads what it is sent
+    ``read`` bytes at a time (pausing ``every`` after each read when ``slow_read``), for
+    ``cap`` seconds at most. ``got``: what each connection sent; ``held``: how long each
+    stayed open, until the client closed it (or the cap)."""
+
+    def __init__(
+        self,
+        answer: bytes = b"",
+        *,
+        every: float = 0.2,
+        cap: float = 20.0,
+        read: int = 65536,
+        slow_read: bool = False,
+    ) -> None:
+        self.answer, self.every, self.cap, self.read = answer, every, cap, read
+        self.slow_read = slow_read
+        self.got: list[bytearray] = []
+        self.held: list[float] = []
+        self.stop = threading.Event()
+        self.server = socket.socket()
+        self.server.bind(("127.0.0.1", 0))
+        self.server.listen()
+        self.port = int(self.server.getsockname()[1])
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        start = time.monotonic()
+        got = bytearray()
+        self.got.append(got)
+        pending = self.answer
+        with conn:
+            try:
+                while not self.stop.is_set() and time.monotonic() - start < self.cap:
+                    if select.select([conn], [], [], self.every)[0]:
+                        data = conn.recv(self.read)
+                        if not data:
+                            break  # the client closed the connection
+                        got += data
+                        if self.slow_read:
+                            time.sleep(self.every)
+                    elif pending:
+                        conn.sendall(pending[:1])
+                        pending = pending[1:]
+            except OSError:
+                pass
+        self.held.append(time.monotonic() - start)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.server.close()
+
+
+@pytest.fixture
+def drip() -> Iterator[Callable[..., Drip]]:
+    made: list[Drip] = []
+
+    def start(answer: bytes = b"", **options: Any) -> Drip:
+        made.append(Drip(answer, **options))
+        return made[-1]
+
+    yield start
+    for server in made:
+        server.close()
+
+
+DEADLINE = 1.0
+PADDING = 32_000_000
+LOOPBACK = AllowList.parse("127.0.0.1")
+#: A status line and then one header that never ends (h11 waits for 16 KiB of it).
+ENDLESS_HEADERS = b"HTTP/1.1 200 OK\r\nX-Drip: " + b"a" * 60_000
+#: A TLS handshake record announcing 16 KiB, which the client waits for.
+ENDLESS_TLS = b"\x16\x03\x03\x40\x00" + bytes(16_384)
+
+
+@pytest.mark.parametrize(
+    ("how", "exceeded"),
+    [
+        ("answers its headers a byte at a time", httpx.ReadTimeout),
+        ("reads the request 1 MiB every half second", httpx.WriteTimeout),
+        ("answers the TLS handshake a byte at a time", httpx.ConnectTimeout),
+    ],
+)
+def test_a_receiver_that_takes_its_time_is_cut_off_at_the_deadline(
+    how: str, exceeded: type[httpx.TimeoutException], drip: Callable[..., Drip]
+) -> None:
+    """httpx's timeout is per socket operation, so before the deadline each byte of the
+    headers (or each chunk of the request the receiver read) restarted the clock, and a
+    delivery lasted as long as the receiver liked. Now it lasts ``timeout`` seconds in all,
+    and fails as a retryable ``CallbackError`` naming the origin only."""
+    body: dict[str, Any] = {"a": 1}
+    scheme = "https" if "TLS" in how else "http"
+    if "headers" in how:
+        receiver = drip(ENDLESS_HEADERS)
+    elif "request" in how:
+        receiver = drip(read=1 << 20, every=0.5, slow_read=True)
+        body = {"pad": "x" * PADDING}  # much more than the socket buffers hold
+    else:
+        receiver = drip(ENDLESS_TLS)
+    url = f"{scheme}://hooks.example:{receiver.port}/h/{TOKEN}?token={TOKEN}"
+    dns = FakeDNS({"hooks.example": ["127.0.0.1"]})
+
+    started = time.monotonic()
+    with pytest.raises(CallbackError) as failed:
+        deliver(url, body, allow=LOOPBACK, timeout=DEADLINE, resolver=dns)
+    took = time.monotonic() - started
+
+    assert DEADLINE - 0.05 < took < DEADLINE + 1.5, took
+    assert not isinstance(failed.value, CallbackRefused)
+    assert str(failed.value) == (
+        f"POST to {scheme}://hooks.example:{receiver.port}: no answer within 1 s"
+        " (the deadline for connecting, sending and the response headers)"
+    )
+    assert isinstance(failed.value.__context__, exceeded)
+    [got] = receiver.got
+    if scheme == "https":  # the TLS server name is still the URL's host, not the address
+        assert b"hooks.example" in got
+    elif "headers" in how:  # the request went out whole, to the pinned address
+        assert got.startswith(f"POST /h/{TOKEN}?token={TOKEN} HTTP/1.1\r\n".encode())
+        assert f"\r\nHost: hooks.example:{receiver.port}\r\n".encode() in got
+    else:  # the client was still writing when the deadline passed
+        assert len(got) < PADDING
+    if "request" not in how:  # (the kernel drains an abandoned request on its own)
+        for _ in range(100):
+            if receiver.held:
+                break
+            time.sleep(0.02)
+        assert receiver.held and receiver.held[0] < DEADLINE + 1.5, receiver.held
+
+
+def test_a_slow_answer_that_ends_within_the_deadline_is_delivered(
+    drip: Callable[..., Drip],
+) -> None:
+    """The deadline counts the whole exchange, not each read: an answer dripped over about
+    half of it is taken."""
+    receiver = drip(b"HTTP/1.1 204 No Content\r\n\r\n", every=0.03)
+    dns = FakeDNS({"hooks.example": ["127.0.0.1"]})
+    started = time.monotonic()
+    deliver(
+        f"http://hooks.example:{receiver.port}/h",
+        {"a": 1},
+        allow=LOOPBACK,
+        timeout=3.0,
+        resolver=dns,
+    )
+    assert 0.5 < time.monotonic() - started < 3.0
+    [got] = receiver.got
+    assert got.startswith(b"POST /h HTTP/1.1\r\n") and got.endswith(b'\r\n\r\n{"a":1}')
+    assert f"\r\nHost: hooks.example:{receiver.port}\r\n".encode() in got
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+def test_tls_is_verified_for_the_urls_host_at_the_pinned_address(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through the deadline's sockets, TLS is as before: the certificate is verified, for
+    the URL's host name (sent as SNI), while the connection goes to the checked address."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+         "-nodes", "-days", "1", "-subj", "/CN=hooks.example", "-addext",
+         "subjectAltName=DNS:hooks.example", "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    names: list[str | None] = []
+    served = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    served.load_cert_chain(cert, key)
+
+    def heard(_sock: ssl.SSLObject, name: str | None, _ctx: ssl.SSLContext) -> None:
+        names.append(name)
+
+    served.sni_callback = heard
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = int(listener.getsockname()[1])
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            try:
+                with served.wrap_socket(conn, server_side=True) as tls:
+                    tls.settimeout(5)
+                    tls.recv(65536)
+                    tls.sendall(b"HTTP/1.1 204 No Content\r\n\r\n")
+            except OSError:
+                pass
+
+    threading.Thread(target=serve, daemon=True).start()
+    dns = FakeDNS({"hooks.example": ["127.0.0.1"]})
+    url = f"https://hooks.example:{port}/h?token={TOKEN}"
+    try:
+        # The system's CAs do not know this certificate: refused, as ever (retried).
+        with pytest.raises(CallbackError, match="CERTIFICATE_VERIFY_FAILED") as failed:
+            deliver(url, {}, allow=LOOPBACK, timeout=5.0, resolver=dns)
+        assert TOKEN not in str(failed.value)
+        # Trusted, it is verified for hooks.example although reached at 127.0.0.1. (The
+        # delivery's transport takes its context from ``httpx.create_ssl_context``.)
+        trusting = ssl.create_default_context(cafile=str(cert))
+        monkeypatch.setattr(httpx, "create_ssl_context", lambda **_: trusting)
+        deliver(url, {}, allow=LOOPBACK, timeout=5.0, resolver=dns)
+    finally:
+        listener.close()
+    assert names == ["hooks.example", "hooks.example"]
+
+
+def test_a_receiver_that_is_not_listening_fails_at_once(drip: Callable[..., Drip]) -> None:
+    receiver = drip()
+    receiver.close()
+    started = time.monotonic()
+    with pytest.raises(CallbackError, match=rf"^POST to http://127\.0\.0\.1:{receiver.port}: "):
+        deliver(f"http://127.0.0.1:{receiver.port}/h?token={TOKEN}", {}, allow=LOOPBACK)
+    assert time.monotonic() - started < 1.0
 
 
 # -- what messages, events and logs show of a URL ------------------------------------------

@@ -38,6 +38,9 @@ def errors_of(**fields: Any) -> str:
         ({"callback_url": "ftp://example.com/x"}, "callback_url must be an http"),
         ({"callback_url": "http:// spaces"}, "callback_url must be an http"),
         ({"callback_url": "/relative"}, "callback_url must be an http"),
+        ({"callback_url": "https://h.example\\p\\secret"}, "host must be a DNS name or an IP"),
+        ({"callback_url": "http://h%2e.example/"}, "host must be a DNS name or an IP"),
+        ({"callback_url": "http://h.example/\x00"}, "callback_url holds a control character"),
     ],
 )
 def test_invalid_values_are_refused_naming_the_field(fields: dict[str, Any], expected: str) -> None:
