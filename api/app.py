@@ -101,7 +101,7 @@ class Service:
         self.settings = settings
         self.owns_redis = owns_redis
         self.celery = celery
-        self.store = JobStore(redis, prefix=settings.key_prefix)
+        self.store = JobStore(redis, prefix=settings.key_prefix, retention_s=settings.retention_s)
         self.rt = Runtime(
             settings,
             self.store,
@@ -327,6 +327,7 @@ def _routes(svc: Service, auth: BearerAuth | None) -> APIRouter:
             "metadata": view["metadata"],
             "created_at": record.created_at,
             "updated_at": record.updated_at,
+            "expires_at": record.expires_at,
         }
 
     @router.delete(

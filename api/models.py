@@ -68,6 +68,10 @@ class JobView(BaseModel):
     error: str | None
     created_at: float = Field(description="Unix time.")
     updated_at: float = Field(description="Unix time.")
+    expires_at: float | None = Field(
+        description="When the job (status, output) is deleted from Redis, Unix time: "
+        "null until it ends, or when ended jobs are kept forever (CONTINUUM_RETENTION_S)."
+    )
     metadata: ContinuationMetadata | None = Field(
         default=None, description="Continuation metadata (None for an invalid spec)."
     )
@@ -82,6 +86,7 @@ class JobResult(BaseModel):
     metadata: ContinuationMetadata | None
     created_at: float
     updated_at: float
+    expires_at: float | None = Field(description="When the job is deleted, Unix time (null: kept).")
 
 
 class BatchView(BaseModel):
@@ -93,6 +98,11 @@ class BatchView(BaseModel):
     iterations: int
     chars: int
     created_at: float | None
+    expires_at: float | None = Field(
+        description="When the batch's record is deleted, Unix time: null until every job "
+        "has ended, or when kept forever. It goes with the last of its jobs."
+    )
+    expired: int = Field(description="Jobs of the batch already deleted (counted as ended).")
     jobs: list[str]
 
 

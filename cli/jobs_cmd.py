@@ -67,7 +67,11 @@ def _store() -> Any:
 
     settings = get_settings()
     assert settings.redis_url is not None
-    return JobStore(Redis.from_url(settings.redis_url), prefix=settings.key_prefix)
+    return JobStore(
+        Redis.from_url(settings.redis_url),
+        prefix=settings.key_prefix,
+        retention_s=settings.retention_s,
+    )
 
 
 def _fail(command: str, message: str) -> int:
@@ -101,7 +105,10 @@ def _print_job(view: dict[str, Any]) -> None:
             print(f"  {label.replace('_', ' ')}: {view[label]}")
     if view["batch"]:
         print(f"  batch: {view['batch']}")
-    print(f"  created {_when(view['created_at'])}, updated {_when(view['updated_at'])}")
+    times = f"  created {_when(view['created_at'])}, updated {_when(view['updated_at'])}"
+    if view["expires_at"] is not None:
+        times += f", expires {_when(view['expires_at'])}"
+    print(times)
 
 
 def _print_batch(view: dict[str, Any]) -> None:
@@ -110,6 +117,10 @@ def _print_batch(view: dict[str, Any]) -> None:
     print(f"batch {view['batch_id']}: {view['ended']}/{view['size']} ended ({state})")
     print(f"  jobs: {counts or 'none yet'}")
     print(f"  {view['iterations']:,} iterations, {view['chars']:,} chars")
+    if view["expired"]:
+        print(f"  {view['expired']:,} ended jobs already deleted (expired)")
+    if view["expires_at"] is not None:
+        print(f"  expires {_when(view['expires_at'])}")
 
 
 def run_status(args: argparse.Namespace) -> int:

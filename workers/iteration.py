@@ -4,20 +4,40 @@ The commit is a compare-and-set on the iteration number (``JobStore.commit``), s
 (job, iteration) is committed once however often its message is delivered. The next
 iteration is enqueued only after the commit; if the process dies in between, the
 watchdog finds the job overdue and enqueues it again.
+
+The crash budget: taking the lease charges the attempt to its iteration in the same write
+(``JobStore.start_attempt``), so every attempt that may pay for a model call is counted,
+whatever stops it afterwards (an exception anywhere, its worker killed, Redis refusing the
+writes that would record it). A deferral gives the charge back; a commit moves the job on.
+An attempt that raises sends its iteration again after a growing delay; the attempt that
+uses up ``MAX_CRASHES`` fails the job with the exception, and an attempt that finds the
+budget already spent fails it before calling the model.
+
+A reply is paid for once: while Redis refuses a commit for now (full, failing over), the
+attempt waits with the reply in hand (``_commit``); a step whose commit failed all the
+same is kept (``JobStore.record_crash``, only then: a copy written before every commit
+would double the state's writes, and at ``maxmemory`` be the write that fills Redis) and
+committed by the next attempt instead of calling the model again. The commit's
+compare-and-set on the iteration number still admits it once.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import random
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from pydantic import ValidationError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import OutOfMemoryError, ReadOnlyError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from core import Continue, Decision, Fallback, Finish, JobState, Retry, advance, review
+from core import Decision, Fallback, Finish, JobState, Retry, advance, review
 from core.state import OutputRef
 from workers.callbacks import callback_url, claim
 from workers.calls import UnknownProfile, call_model
@@ -25,7 +45,9 @@ from workers.observability import tag_iteration
 from workers.providers.base import TransientError
 from workers.providers.retry import backoff_delay
 from workers.runtime import Runtime
-from workers.store import TERMINAL, CommitResult, JobStatus
+from workers.store import TERMINAL, CommitResult, JobRecord, JobStatus
+
+log = logging.getLogger("continuum.iteration")
 
 #: ``enqueue(job_id, iteration, countdown_s, queue)`` sends ``continuum.iterate``.
 Enqueue = Callable[[str, int, float, str], None]
@@ -33,8 +55,16 @@ Enqueue = Callable[[str, int, float, str], None]
 Notify = Callable[[str], None]
 
 
-#: Times an iteration may raise (a bug, Redis down mid-iteration) before its job fails.
+#: Attempts at one iteration that may fail (raise, or lose their worker) before its job fails.
 MAX_CRASHES = 5
+#: The first attempt that raised sends its iteration again this late; each next one waits
+#: twice as long (capped by ``max_countdown_s``).
+CRASH_RETRY_S = 0.5
+#: While Redis refuses a commit for now (full, read-only, loading, unreachable) the worker
+#: keeps the reply and tries again after this long, doubling up to ``COMMIT_RETRY_MAX_S``,
+#: for at most ``max_countdown_s`` in all.
+COMMIT_RETRY_S = 0.25
+COMMIT_RETRY_MAX_S = 5.0
 
 
 #: A provider retry waiting longer than this does not sleep in the worker: the iteration
@@ -99,6 +129,38 @@ def decide(
     return Step(state, decision, append, replace)
 
 
+@dataclass(frozen=True)
+class Pending:
+    """An iteration's step as the store commits it. Kept in the job's hash when the
+    commit fails, so that the reply it holds is committed later, not paid for again."""
+
+    state: str
+    append: str
+    replace: bool
+    status: JobStatus
+    summary: dict[str, Any]
+    result: dict[str, Any] | None
+    countdown: float
+    queue: str
+
+    @property
+    def more(self) -> bool:
+        return self.status is JobStatus.RUNNING
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> Pending:
+        fields = json.loads(text)
+        return cls(**{**fields, "status": JobStatus(fields["status"])})
+
+
+def crash_delay(attempt: int, cap: float) -> float:
+    """Seconds before an iteration whose attempt number ``attempt`` raised runs again."""
+    return min(cap, CRASH_RETRY_S * 2.0 ** min(attempt - 1, 30))
+
+
 def _summary(step: Step) -> dict[str, Any]:
     s, d = step.state, step.decision
     meta = s.metadata
@@ -121,14 +183,96 @@ def _result(ref: OutputRef | None, outcome: str, reason: str | None) -> dict[str
     return out
 
 
-def _count_crash(rt: Runtime, job_id: str, iteration: int, exc: Exception) -> None:
-    """An iteration raised: the task fails (Flower, Sentry) and the watchdog sends the
-    iteration again when the lease expires; after ``MAX_CRASHES`` the job fails, so a
-    bug or a poisoned state does not loop forever."""
-    field = f"crashes:{iteration}"
-    crashes = int(rt.store.redis.hincrby(rt.store.keys.job(job_id), field, 1))
-    if crashes >= MAX_CRASHES:
-        rt.store.fail(job_id, f"iteration {iteration} raised {crashes} times; last: {exc!r}"[:2000])
+def refused_for_now(exc: Exception) -> bool:
+    """Redis refused a write that may succeed later: it is full (``maxmemory`` with
+    ``noeviction``), a read-only replica (a failover), loading its data, or unreachable.
+    A script's error carries the refusal in its message."""
+    if isinstance(exc, (OutOfMemoryError, ReadOnlyError, RedisConnectionError, RedisTimeoutError)):
+        return True
+    text = str(exc)
+    return isinstance(exc, ResponseError) and any(
+        f"-{code} " in text for code in ("OOM", "READONLY", "LOADING")
+    )
+
+
+def _described(exc: BaseException) -> str:
+    """The exception in words: its class and message (some reprs hide the message)."""
+    return f"{type(exc).__name__}: {exc}"[:2000]
+
+
+def _best_effort(what: str, job_id: str, action: Callable[[], object]) -> bool:
+    """Run a write the crash path would like to make; Redis may refuse it (the reason of
+    the crash, often): log and go on."""
+    try:
+        action()
+    except Exception:
+        log.warning("job %s: could not %s", job_id, what, exc_info=True)
+        return False
+    return True
+
+
+def _crashed(
+    rt: Runtime,
+    record: JobRecord,
+    exc: Exception,
+    *,
+    token: str,
+    attempt: int,
+    ready: Pending | None,
+    reused: bool,
+    enqueue: Enqueue,
+    notify: Notify | None,
+) -> None:
+    """An attempt raised (its charge stands): note why and keep a step it paid for but
+    could not commit; then either fail the job (the budget is spent) or send the
+    iteration again after ``crash_delay``. Every write here is best effort: when Redis
+    refuses them, the charge taken with the lease still counts, and the watchdog sends the
+    iteration again once the job is overdue."""
+    store, job_id, iteration = rt.store, record.job_id, record.iteration
+    last = attempt >= MAX_CRASHES
+    step = ready.to_json() if ready is not None and not reused and not last else None
+    _best_effort(
+        "record the crash",
+        job_id,
+        lambda: store.record_crash(job_id, iteration, _described(exc), step),
+    )
+    if last:
+        reason = f"iteration {iteration} raised {attempt} times; last: {_described(exc)}"[:2000]
+        if _best_effort("fail it", job_id, lambda: store.fail(job_id, reason)):
+            _best_effort("drop its kept step", job_id, lambda: store.drop_kept_step(job_id))
+            _best_effort("send its callback", job_id, lambda: _ended(rt, job_id, notify))
+        return
+    wait = crash_delay(attempt, rt.settings.max_countdown_s)
+    queue = ready.queue if ready is not None else _queue_of(rt, record)
+    deadline = time.time() + wait + rt.settings.queue_grace_s
+    _best_effort("postpone it", job_id, lambda: store.postpone(job_id, deadline))
+    _best_effort("release its lease", job_id, lambda: store.release_lease(job_id, token))
+    _best_effort("send it again", job_id, lambda: enqueue(job_id, iteration, wait, queue))
+
+
+def _queue_of(rt: Runtime, record: JobRecord) -> str:
+    """The queue of the job's iteration, or the default one if its state does not parse."""
+    try:
+        return rt.queue_for(JobState.model_validate_json(record.state))
+    except Exception:
+        return rt.settings.queue
+
+
+def _give_up(
+    rt: Runtime, job_id: str, iteration: int, *, attempt: int, token: str, notify: Notify | None
+) -> None:
+    """The budget was spent before this attempt (the last failure could not be recorded
+    as one, or workers were lost): fail the job without calling the model."""
+    store = rt.store
+    try:
+        last = store.attempt_error(job_id) or "none recorded (a worker was lost)"
+        reason = f"iteration {iteration} did not finish in {attempt - 1} attempts; last: {last}"
+        store.fail(job_id, reason[:2000])
+        store.drop_kept_step(job_id)
+    finally:
+        store.release_lease(job_id, token)
+    _ended(rt, job_id, notify)
+    raise JobFailed(f"job {job_id} failed at iteration {iteration}: {reason}")
 
 
 def _defer(
@@ -148,6 +292,7 @@ def _defer(
     rt.store.postpone(job_id, time.time() + wait + rt.settings.queue_grace_s)
     rt.store.release_lease(job_id, token)
     enqueue(job_id, iteration, wait, rt.queue_for(state))
+    rt.store.refund_attempt(job_id)  # sent again: this attempt failed nothing
     return {**base, "deferred_s": round(wait, 3), "reason": reason}
 
 
@@ -158,6 +303,122 @@ def _ended(rt: Runtime, job_id: str, notify: Notify | None) -> None:
         return
     if claim(rt.store, job_id):
         notify(job_id)
+
+
+def _pending(rt: Runtime, step: Step) -> Pending:
+    """The step as the store commits it."""
+    d, settings = step.decision, rt.settings
+    countdown = 0.0
+    if isinstance(d, Retry) and d.backoff:
+        delay = backoff_delay(
+            step.state.merge_failures,
+            base=1.0,
+            cap=settings.max_countdown_s,
+            retry_after=None,
+            rng=random.Random(),
+        )
+        countdown = min(delay, settings.max_countdown_s)
+    status, result = JobStatus.RUNNING, None
+    if isinstance(d, Finish):
+        status, result = JobStatus.SUCCEEDED, _result(d.output, "succeeded", None)
+    elif isinstance(d, Fallback):
+        status = JobStatus.FAILED if d.failed else JobStatus.PARTIAL
+        result = _result(d.output, status.value, d.reason)
+    return Pending(
+        state=step.state.model_dump_json(),
+        append=step.append,
+        replace=step.replace,
+        status=status,
+        summary=_summary(step),
+        result=result,
+        countdown=countdown,
+        queue=rt.queue_for(step.state),
+    )
+
+
+def _call(
+    rt: Runtime,
+    record: JobRecord,
+    base: dict[str, Any],
+    token: str,
+    enqueue: Enqueue,
+) -> Pending | dict[str, Any]:
+    """The paid half of an iteration: wait for the rate limit, call the model, advance.
+    A deferral (rate limit, long provider retry) returns the task's result instead."""
+    store, job_id, iteration = rt.store, record.job_id, record.iteration
+    try:
+        state = JobState.model_validate_json(record.state)
+    except ValidationError as exc:  # no retry can read it
+        store.fail(job_id, f"the job's stored state is unreadable: {exc}"[:2000])
+        raise JobFailed(f"job {job_id}: its stored state is unreadable") from exc
+    profile = rt.profile_for(state)
+    tag_iteration(job_id, iteration, profile.name if profile is not None else None)
+    wait = rt.rate_wait(state)
+    if wait > 0:  # over the provider's shared rate limit
+        return _defer(
+            rt, state, base, token, wait=wait, reason="provider rate limit", enqueue=enqueue
+        )
+    try:
+        with rt.leases.hold(job_id, token):
+            step = decide(rt, job_id, state, _sleeper(record.deferrals))
+    except Deferred as deferred:
+        store.redis.hincrby(store.keys.job(job_id), f"deferrals:{iteration}", 1)
+        return _defer(
+            rt, state, base, token, wait=deferred.delay, reason="provider retry", enqueue=enqueue
+        )
+    except UnknownProfile as exc:  # a configuration error: no retry can fix it
+        store.fail(job_id, str(exc))
+        raise JobFailed(f"job {job_id} failed at iteration {iteration}: {exc}") from exc
+    return _pending(rt, step)
+
+
+def _kept(rt: Runtime, job_id: str, iteration: int) -> Pending | None:
+    """The step an earlier attempt paid for but could not commit, if it kept one that
+    this version can read."""
+    text = rt.store.kept_step(job_id, iteration)
+    try:
+        return None if text is None else Pending.from_json(text)
+    except (TypeError, ValueError, KeyError):
+        log.warning("job %s: the kept step of iteration %d is unreadable", job_id, iteration)
+        return None
+
+
+def _commit(rt: Runtime, job_id: str, iteration: int, ready: Pending, token: str) -> CommitResult:
+    """Commit ``ready``. While Redis refuses the write for now, keep the reply in hand (and
+    the lease alive) and try again, for at most ``max_countdown_s``: a full or failing-over
+    Redis costs a wait, not a second model call."""
+    settings = rt.settings
+    give_up = time.monotonic() + settings.max_countdown_s
+    delay = COMMIT_RETRY_S
+    with rt.leases.hold(job_id, token):
+        while True:
+            now = time.time()
+            deadline = now + ready.countdown + settings.queue_grace_s if ready.more else None
+            try:
+                return rt.store.commit(
+                    job_id,
+                    expected_iteration=iteration,
+                    state=ready.state,
+                    append=ready.append,
+                    replace=ready.replace,
+                    status=ready.status,
+                    deadline=deadline,
+                    lease_token=token,
+                    summary=ready.summary,
+                    result=ready.result,
+                )
+            except Exception as exc:
+                if not refused_for_now(exc) or time.monotonic() + delay > give_up:
+                    raise
+                log.warning(
+                    "job %s: Redis refused the commit of iteration %d (%s); trying again in %.2f s",
+                    job_id,
+                    iteration,
+                    _described(exc),
+                    delay,
+                )
+            time.sleep(delay)
+            delay = min(delay * 2, COMMIT_RETRY_MAX_S)
 
 
 def run_iteration(
@@ -181,80 +442,53 @@ def run_iteration(
     if record.iteration != iteration:
         return {**base, "skipped": f"stale: the job is at iteration {record.iteration}"}
     token = uuid.uuid4().hex
-    if not store.acquire_lease(job_id, token, settings.lease_ttl_s):
+    attempt = store.start_attempt(job_id, iteration, token, settings.lease_ttl_s)
+    if attempt == 0:
         return {**base, "skipped": "this iteration is running elsewhere"}
+    if attempt < 0:
+        return {**base, "skipped": "stale: the job has moved on"}
+    if attempt > MAX_CRASHES:
+        _give_up(rt, job_id, iteration, attempt=attempt, token=token, notify=notify)
     code: CommitResult | None = None
+    ready: Pending | None = None  # the step to commit
+    reused = False  # it was paid for by an earlier attempt, whose commit failed
     try:
-        try:
-            state = JobState.model_validate_json(record.state)
-        except ValidationError as exc:  # no retry can read it
-            store.fail(job_id, f"the job's stored state is unreadable: {exc}"[:2000])
-            raise JobFailed(f"job {job_id}: its stored state is unreadable") from exc
-        profile = rt.profile_for(state)
-        tag_iteration(job_id, iteration, profile.name if profile is not None else None)
-        wait = rt.rate_wait(state)
-        if wait > 0:  # over the provider's shared rate limit
-            return _defer(
-                rt, state, base, token, wait=wait, reason="provider rate limit", enqueue=enqueue
-            )
-        try:
-            with rt.leases.hold(job_id, token):
-                step = decide(rt, job_id, state, _sleeper(record.deferrals))
-        except Deferred as deferred:
-            store.redis.hincrby(store.keys.job(job_id), f"deferrals:{iteration}", 1)
-            return _defer(
-                rt,
-                state,
-                base,
-                token,
-                wait=deferred.delay,
-                reason="provider retry",
-                enqueue=enqueue,
-            )
-        except UnknownProfile as exc:  # a configuration error: no retry can fix it
-            store.fail(job_id, str(exc))
-            raise JobFailed(f"job {job_id} failed at iteration {iteration}: {exc}") from exc
-        except Exception as exc:
-            _count_crash(rt, job_id, iteration, exc)
-            raise
-        d = step.decision
-        countdown = 0.0
-        if isinstance(d, Retry) and d.backoff:
-            delay = backoff_delay(
-                step.state.merge_failures,
-                base=1.0,
-                cap=settings.max_countdown_s,
-                retry_after=None,
-                rng=random.Random(),
-            )
-            countdown = min(delay, settings.max_countdown_s)
-        status, result, more = JobStatus.RUNNING, None, isinstance(d, (Continue, Retry))
-        if isinstance(d, Finish):
-            status, result = JobStatus.SUCCEEDED, _result(d.output, "succeeded", None)
-        elif isinstance(d, Fallback):
-            status = JobStatus.FAILED if d.failed else JobStatus.PARTIAL
-            result = _result(d.output, status.value, d.reason)
-        now = time.time()
-        summary = _summary(step)
-        code = store.commit(
-            job_id,
-            expected_iteration=iteration,
-            state=step.state.model_dump_json(),
-            append=step.append,
-            replace=step.replace,
-            status=status,
-            deadline=now + countdown + settings.queue_grace_s if more else None,
-            lease_token=token,
-            summary=summary,
-            result=result,
+        kept = _kept(rt, job_id, iteration) if attempt > 1 else None
+        if kept is not None:
+            ready, reused = kept, True
+        else:
+            called = _call(rt, record, base, token, enqueue)
+            if isinstance(called, dict):
+                return called
+            ready = called
+        code = _commit(rt, job_id, iteration, ready, token)
+    except JobFailed:
+        raise
+    except Exception as exc:
+        _crashed(
+            rt,
+            record,
+            exc,
+            token=token,
+            attempt=attempt,
+            ready=ready,
+            reused=reused,
+            enqueue=enqueue,
+            notify=notify,
         )
+        raise
     finally:
         if code is not CommitResult.COMMITTED:  # a commit drops its own lease
-            store.release_lease(job_id, token)
-    if code is CommitResult.COMMITTED and more:
-        enqueue(job_id, iteration + 1, countdown, rt.queue_for(step.state))
+            _best_effort("release its lease", job_id, lambda: store.release_lease(job_id, token))
+    # The iteration is committed (or refused): what follows repeats no model call, so an
+    # exception here is not charged; the watchdog sends a next iteration that was not.
+    if reused and code is CommitResult.COMMITTED:
+        _best_effort("drop its kept step", job_id, lambda: store.drop_kept_step(job_id))
+    if code is CommitResult.COMMITTED and ready.more:
+        enqueue(job_id, iteration + 1, ready.countdown, ready.queue)
     elif code in {CommitResult.COMMITTED, CommitResult.CANCELLED}:
         _ended(rt, job_id, notify)
-    if code is CommitResult.COMMITTED and status is JobStatus.FAILED:
-        raise JobFailed(f"job {job_id} failed at iteration {iteration}: {summary['reason']}")
-    return {**base, "commit": code.value, "status": status.value, **summary}
+    if code is CommitResult.COMMITTED and ready.status is JobStatus.FAILED:
+        raise JobFailed(f"job {job_id} failed at iteration {iteration}: {ready.summary['reason']}")
+    done = {**base, "commit": code.value, "status": ready.status.value}
+    return {**done, "reused_step": True, **ready.summary} if reused else {**done, **ready.summary}

@@ -6,10 +6,15 @@
 {prefix}job:{id}:commits    hash: iteration -> times committed (1, always; for audits)
 {prefix}active              sorted set: unfinished jobs by the time they are overdue
 {prefix}batch:{id}          set: the jobs of a batch
-{prefix}batch:{id}:meta     hash: the batch's size and creation time
+{prefix}batch:{id}:meta     hash: the batch's size, creation time, jobs ended, expiry
 {prefix}bucket:{profile}    hash: a provider's shared token bucket
 {prefix}deadletter          list: the latest broker messages no worker could take, newest
                             first, bounded (``workers.deadletter``)
+
+A job's own keys (``Keys.job_keys``: the four ``job:{id}...`` above) expire together,
+``retention_s`` after the job ends (``workers.store``); a batch's two keys once all its
+jobs have. A new per-job key goes into ``job_keys`` too, or it would outlive its job (a
+test holds every ``Keys`` method taking a ``job_id`` to that).
 
 Ids obey ``core.ids`` (no ``:``), so no id names another job's key; a key is never built
 for an id that does not (``ValueError``).
@@ -39,6 +44,10 @@ class Keys:
 
     def commits(self, job_id: str) -> str:
         return f"{self.prefix}job:{check_id(job_id)}:commits"
+
+    def job_keys(self, job_id: str) -> tuple[str, ...]:
+        """Every key of one job, its hash first: what expires when the job is retained."""
+        return (self.job(job_id), self.output(job_id), self.lease(job_id), self.commits(job_id))
 
     @property
     def active(self) -> str:

@@ -8,6 +8,7 @@ from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from workers.callback_addresses import AllowList
+from workers.store import DEFAULT_RETENTION_S
 
 
 class Settings(BaseSettings):
@@ -36,6 +37,10 @@ class Settings(BaseSettings):
     #: Longest countdown for a retry (always well below the visibility timeout).
     max_countdown_s: float = Field(default=300.0, gt=0)
     watchdog_interval_s: float = Field(default=2.0, gt=0)
+    #: How long an ended job (its status, output and commits) stays in Redis, counted from
+    #: the moment it ends; a batch stays until the last of its jobs goes. 0 keeps them
+    #: forever. Applied when the job ends, so a change affects the jobs that end after it.
+    retention_s: float = Field(default=DEFAULT_RETENTION_S, ge=0)
     #: Sentry (see ``workers.observability``): off unless a DSN is set.
     sentry_dsn: str | None = Field(
         None, validation_alias=AliasChoices("SENTRY_DSN", "CONTINUUM_SENTRY_DSN")

@@ -4,6 +4,11 @@ Every write that must be atomic is one Lua script (``workers/lua/``). The output
 Redis string appended per iteration; the job state (which never holds the output) is a
 hash field. ``commit`` is a compare-and-set on the iteration number, so a duplicated,
 late or concurrent delivery of an iteration never appends twice or skips a fragment.
+
+Retention: every script that ends a job (``commit`` with a final status, ``fail``,
+``cancel``) also sets the expiry of all the job's keys (``Keys.job_keys``), ``retention_s``
+after it ends, and records it as ``expires_at`` (``workers/lua/retain.lua``). A batch's keys
+expire with the last of its jobs. ``retention_s = 0`` keeps everything.
 """
 
 from __future__ import annotations
@@ -20,6 +25,17 @@ from redis import Redis
 from workers.keys import DEFAULT_PREFIX, Keys
 
 _LUA = Path(__file__).with_name("lua")
+
+#: How long an ended job (its hash, output, commits) stays in Redis by default: 7 days.
+DEFAULT_RETENTION_S = 7 * 24 * 3600.0
+
+#: The scripts that can end a job: ``retain.lua``'s functions are put before them.
+_ENDING = frozenset({"commit", "fail", "cancel"})
+
+
+def _script(name: str) -> str:
+    text = (_LUA / f"{name}.lua").read_text()
+    return (_LUA / "retain.lua").read_text() + text if name in _ENDING else text
 
 
 class JobStatus(StrEnum):
@@ -70,6 +86,8 @@ class JobRecord:
     error: str | None
     #: Provider retries of the current iteration sent again with a countdown so far.
     deferrals: int = 0
+    #: When the job's keys expire (Unix time): None until it ends, or when kept forever.
+    expires_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -85,6 +103,11 @@ class BatchStatus:
     iterations: int
     chars: int
     created_at: float | None
+    #: When the batch's record expires (Unix time): None until every job has ended, or
+    #: when kept forever.
+    expires_at: float | None = None
+    #: Jobs of the batch whose records have expired (counted as ended).
+    expired: int = 0
 
 
 def _s(value: bytes | str) -> str:
@@ -95,19 +118,44 @@ def _text(value: bytes | str | None) -> str | None:
     return None if value is None else _s(value)
 
 
+def _time(value: str | None) -> float | None:
+    return float(value) if value else None
+
+
 class JobStore:
     """All of Continuum's Redis reads and writes."""
 
-    def __init__(self, redis: Redis, prefix: str = DEFAULT_PREFIX) -> None:
+    def __init__(
+        self,
+        redis: Redis,
+        prefix: str = DEFAULT_PREFIX,
+        *,
+        retention_s: float = DEFAULT_RETENTION_S,
+    ) -> None:
         self.redis = redis
         self.keys = Keys(prefix)
-        self._create = redis.register_script((_LUA / "create.lua").read_text())
-        self._commit = redis.register_script((_LUA / "commit.lua").read_text())
-        self._acquire = redis.register_script((_LUA / "acquire.lua").read_text())
-        self._renew = redis.register_script((_LUA / "renew.lua").read_text())
-        self._release = redis.register_script((_LUA / "release.lua").read_text())
-        self._cancel = redis.register_script((_LUA / "cancel.lua").read_text())
-        self._fail = redis.register_script((_LUA / "fail.lua").read_text())
+        #: How long an ended job's keys stay (seconds; 0: forever).
+        self.retention_s = retention_s
+        self._create = redis.register_script(_script("create"))
+        self._commit = redis.register_script(_script("commit"))
+        self._acquire = redis.register_script(_script("acquire"))
+        self._renew = redis.register_script(_script("renew"))
+        self._release = redis.register_script(_script("release"))
+        self._cancel = redis.register_script(_script("cancel"))
+        self._fail = redis.register_script(_script("fail"))
+        self._attempt = redis.register_script(_script("attempt"))
+
+    def _retain(
+        self, job_id: str, now: float, retention_s: float | None, *, batch: bool = True
+    ) -> tuple[list[str], list[Any]]:
+        """``retain.lua``'s keys and arguments for a job that may end now. Its batch is
+        looked up first: a job's batch is written once, when it is created."""
+        keep = self.retention_s if retention_s is None else retention_s
+        ms = max(1, round(keep * 1000)) if keep > 0 else 0
+        keys = list(self.keys.job_keys(job_id))
+        name = _text(self.redis.hget(keys[0], "batch")) if batch else None
+        batch_keys = [self.keys.batch(name), self.keys.batch_meta(name)] if name else []
+        return [*keys, *batch_keys], [ms, now + keep if ms else "", len(keys)]
 
     # -- jobs --------------------------------------------------------------------------
     def create(
@@ -124,9 +172,9 @@ class JobStore:
 
     def load(self, job_id: str) -> JobRecord | None:
         raw = self.redis.hgetall(self.keys.job(job_id))
-        if not raw:
-            return None
         f = {_s(key): _s(value) for key, value in raw.items()}
+        if "status" not in f:  # none, or a late field written after the job expired
+            return None
         summary = f.get("summary")
         result = f.get("result")
         return JobRecord(
@@ -142,6 +190,7 @@ class JobStore:
             result=json.loads(result) if result else None,
             error=_text(f.get("error")),
             deferrals=int(f.get(f"deferrals:{f['iteration']}", 0)),
+            expires_at=_time(f.get("expires_at")),
         )
 
     def output(self, job_id: str) -> str:
@@ -161,11 +210,23 @@ class JobStore:
         lease_token: str,
         summary: dict[str, Any],
         result: dict[str, Any] | None = None,
+        retention_s: float | None = None,
     ) -> CommitResult:
-        """Commit iteration ``expected_iteration`` (append and state at once) exactly once."""
+        """Commit iteration ``expected_iteration`` (append and state at once) exactly once.
+        A final ``status`` also sets the job's expiry, ``retention_s`` (default: the
+        store's) from now."""
         k = self.keys
+        now = time.time()
+        retain_keys, retain_args = self._retain(job_id, now, retention_s, batch=status in TERMINAL)
         code = self._commit(
-            keys=[k.job(job_id), k.output(job_id), k.lease(job_id), k.commits(job_id), k.active],
+            keys=[
+                k.job(job_id),
+                k.output(job_id),
+                k.lease(job_id),
+                k.commits(job_id),
+                k.active,
+                *retain_keys,
+            ],
             args=[
                 job_id,
                 expected_iteration,
@@ -173,11 +234,12 @@ class JobStore:
                 append,
                 "1" if replace else "0",
                 status.value,
-                time.time(),
+                now,
                 "" if deadline is None else deadline,
                 lease_token,
                 json.dumps(summary),
                 "" if result is None else json.dumps(result),
+                *retain_args,
             ],
         )
         return _COMMIT_CODES[int(code)]
@@ -189,17 +251,23 @@ class JobStore:
 
     def cancel(self, job_id: str) -> bool | None:
         """Cancel; None when there is no such job, False when it had already ended."""
+        k, now = self.keys, time.time()
+        retain_keys, retain_args = self._retain(job_id, now, None)
         code = int(
-            self._cancel(keys=[self.keys.job(job_id), self.keys.active], args=[job_id, time.time()])
+            self._cancel(
+                keys=[k.job(job_id), k.active, *retain_keys], args=[job_id, now, *retain_args]
+            )
         )
         return None if code < 0 else bool(code)
 
     def fail(self, job_id: str, error: str) -> bool:
         """End a job as failed with ``error``, unless it has ended (its first reason stays)."""
-        k = self.keys
-        return (
-            int(self._fail(keys=[k.job(job_id), k.active], args=[job_id, time.time(), error])) == 1
+        k, now = self.keys, time.time()
+        retain_keys, retain_args = self._retain(job_id, now, None)
+        code = self._fail(
+            keys=[k.job(job_id), k.active, *retain_keys], args=[job_id, now, error, *retain_args]
         )
+        return int(code) == 1
 
     def set_running(self, job_id: str) -> None:
         self.redis.hset(self.keys.job(job_id), mapping={"status": JobStatus.RUNNING.value})
@@ -238,15 +306,16 @@ class JobStore:
         for job_id in jobs:
             pipe.hmget(self.keys.job(job_id), ["status", "iteration", "summary"])
         counts = dict.fromkeys((s.value for s in JobStatus), 0)
-        iterations = chars = 0
+        iterations = chars = expired = 0
         for status, iteration, summary in pipe.execute():
-            if status is None:
+            if status is None:  # created with the batch, so it ended and expired since
+                expired += 1
                 continue
             counts[_s(status)] += 1
             iterations += int(iteration or 0)
             chars += int(json.loads(summary).get("chars", 0)) if summary else 0
         size = int(meta.get("size", len(jobs)))
-        ended = sum(counts[s.value] for s in TERMINAL)
+        ended = sum(counts[s.value] for s in TERMINAL) + expired
         return BatchStatus(
             batch_id=batch_id,
             size=size,
@@ -257,6 +326,8 @@ class JobStore:
             iterations=iterations,
             chars=chars,
             created_at=float(meta["created_at"]) if "created_at" in meta else None,
+            expires_at=_time(meta.get("expires_at")),
+            expired=expired,
         )
 
     # -- leases and the watchdog -------------------------------------------------------
@@ -294,3 +365,50 @@ class JobStore:
 
     def postpone(self, job_id: str, deadline: float) -> None:
         self.redis.zadd(self.keys.active, {job_id: deadline}, xx=True)
+
+    # -- attempts: the crash budget and the kept step ------------------------------------
+    # Fields of the job hash (they expire with it): ``attempt_iteration`` and ``attempts``
+    # (attempts at that iteration that took the lease and did not end cleanly),
+    # ``attempt_error`` (the last one's exception) and ``kept_step`` ("N:" + a step of
+    # iteration N that was paid for but not committed).
+    def start_attempt(self, job_id: str, iteration: int, token: str, ttl_s: float) -> int:
+        """Take the job's lease for ``iteration`` and charge the attempt, in one write: the
+        attempts at this iteration so far (this one included); 0 when someone else holds
+        the lease; -1 when the job is not at ``iteration``."""
+        k = self.keys
+        return int(
+            self._attempt(
+                keys=[k.lease(job_id), k.active, k.job(job_id)],
+                args=[token, int(ttl_s * 1000), job_id, time.time() + ttl_s, iteration],
+            )
+        )
+
+    def refund_attempt(self, job_id: str) -> None:
+        """Give back the charge of the current iteration's attempt that ended cleanly
+        without a commit (a deferral)."""
+        self.redis.hincrby(self.keys.job(job_id), "attempts", -1)
+
+    def record_crash(self, job_id: str, iteration: int, error: str, step: str | None) -> None:
+        """Note the exception an attempt at ``iteration`` raised and, when it had paid for
+        a reply it could not commit, keep that step for the next attempt."""
+        key = self.keys.job(job_id)
+        if step is None:
+            self.redis.hset(key, "attempt_error", error)
+        else:
+            self.redis.hset(
+                key, mapping={"attempt_error": error, "kept_step": f"{iteration}:{step}"}
+            )
+
+    def attempt_error(self, job_id: str) -> str | None:
+        return _text(self.redis.hget(self.keys.job(job_id), "attempt_error"))
+
+    def kept_step(self, job_id: str, iteration: int) -> str | None:
+        """The step kept for ``iteration`` by an attempt that could not commit it."""
+        kept = _text(self.redis.hget(self.keys.job(job_id), "kept_step"))
+        if kept is None:
+            return None
+        at, _, step = kept.partition(":")
+        return step if at == str(iteration) else None
+
+    def drop_kept_step(self, job_id: str) -> None:
+        self.redis.hdel(self.keys.job(job_id), "kept_step")

@@ -32,6 +32,7 @@ def job_view(record: JobRecord, *, metadata: bool = False) -> dict[str, Any]:
         "error": record.error,
         "created_at": record.created_at,
         "updated_at": record.updated_at,
+        "expires_at": record.expires_at,
     }
     if metadata:
         try:
@@ -53,5 +54,7 @@ def batch_view(status: BatchStatus) -> dict[str, Any]:
         "iterations": status.iterations,
         "chars": status.chars,
         "created_at": status.created_at,
+        "expires_at": status.expires_at,
+        "expired": status.expired,
         "jobs": status.jobs,
     }

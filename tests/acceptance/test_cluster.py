@@ -323,7 +323,7 @@ def test_workers_killed_again_and_again(
     messages a dead worker held name only a job and an iteration."""
     c = cluster(sim_url)
     formats = ["text", "csv", "markdown", "json"]
-    jobs = [spec(f"chaos{i}", formats[i % 4], size=6000) for i in range(12)]
+    jobs = [spec(f"chaos{i}", formats[i % 4], size=12000) for i in range(12)]
     expected = reference(jobs)
     beat = c.beat()
     workers = [c.worker(concurrency=3), c.worker(concurrency=3)]

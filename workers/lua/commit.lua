@@ -3,7 +3,8 @@
 -- KEYS: job hash, output string, lease, commits hash, active zset
 -- ARGV: job id, expected iteration, state json, append text, replace ("1"/"0"),
 --       status, now, deadline ("" when the job is over), lease token,
---       summary json, result json (or "")
+--       summary json, result json (or ""), then retain's three (retain.lua)
+-- KEYS after the five: retain's (the job's keys, its batch's)
 local current = redis.call('HGET', KEYS[1], 'iteration')
 if current == false then
   return -1
@@ -38,5 +39,8 @@ else
 end
 if redis.call('GET', KEYS[3]) == ARGV[9] then
   redis.call('DEL', KEYS[3])
+end
+if ends(ARGV[6]) then
+  retain(6, 12)
 end
 return 1

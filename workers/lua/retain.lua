@@ -1,0 +1,60 @@
+-- Retention: prepended by workers.store to every script that ends a job (commit, fail,
+-- cancel), so a job's keys get their expiry in the same script as its final write.
+--
+-- retain(k, a): KEYS[k], KEYS[k+1], ... are the job's keys (Keys.job_keys: its hash
+-- first, ARGV[a+2] of them), then its batch's set and meta when it has a batch.
+-- ARGV[a] is the retention in ms (0: keep forever), ARGV[a+1] the job's expiry (Unix
+-- time, what `expires_at` says; "" when kept forever).
+local function ends(status)
+  return status == 'succeeded' or status == 'partial' or status == 'failed'
+    or status == 'cancelled'
+end
+
+local function retain(k, a)
+  local ms = tonumber(ARGV[a])
+  local expires_at = ARGV[a + 1]
+  local njob = tonumber(ARGV[a + 2])
+  if ms > 0 then
+    redis.call('HSET', KEYS[k], 'expires_at', expires_at)
+    for i = k, k + njob - 1 do
+      -- -2: no such key (no output yet). A shorter TTL (a lease) is never lengthened.
+      local ttl = redis.call('PTTL', KEYS[i])
+      if ttl == -1 or ttl > ms then
+        redis.call('PEXPIRE', KEYS[i], ms)
+      end
+    end
+  end
+  local set, meta = KEYS[k + njob], KEYS[k + njob + 1]
+  if meta == nil or redis.call('EXISTS', meta) == 0 then
+    return
+  end
+  local size = redis.call('SCARD', set)
+  if size == 0 then
+    return
+  end
+  -- The batch lives as long as the last of its jobs. Its meta keeps the latest expiry
+  -- of its ended jobs ("" once one is kept forever); once every job has ended (each
+  -- ends once: no script ends an ended job), the batch's keys expire then.
+  local ended = redis.call('HINCRBY', meta, 'ended', 1)
+  local latest = redis.call('HGET', meta, 'jobs_expire_at')
+  if latest ~= '' then
+    if ms == 0 then
+      latest = ''
+    elseif latest == false or tonumber(latest) < tonumber(expires_at) then
+      latest = expires_at
+    end
+    redis.call('HSET', meta, 'jobs_expire_at', latest)
+  end
+  if ended < size then
+    return
+  end
+  redis.call('HSET', meta, 'expires_at', latest)
+  if latest == '' then
+    redis.call('PERSIST', set)
+    redis.call('PERSIST', meta)
+  else
+    local left = ms + math.ceil((tonumber(latest) - tonumber(expires_at)) * 1000)
+    redis.call('PEXPIRE', set, left)
+    redis.call('PEXPIRE', meta, left)
+  end
+end
