@@ -53,7 +53,7 @@ def instrument(rt: Runtime) -> list[str]:
     """Wrap every phase; returns the phase labels in the order an iteration runs them."""
     store_phases = {
         "load": "load the job (HGETALL)",
-        "acquire_lease": "take the lease (Lua: SET NX, ZADD)",
+        "start_attempt": "take the lease, count the attempt (Lua: SET NX, ZADD, HINCRBY)",
         "commit": "commit (Lua: append, state, CAS)",
         "release_lease": "release the lease (Lua)",
     }
