@@ -108,9 +108,34 @@ def _names(payload: Any) -> tuple[Any, Any]:
     return headers.get("task"), headers.get("id")
 
 
+class QoS(kombu_redis.QoS):
+    """kombu's QoS, acknowledging without a transaction.
+
+    An ack is a ZREM and an HDEL of the message's tag. kombu sends them in MULTI/EXEC, and
+    Redis at ``maxmemory`` refuses every command queued in a transaction, deletes
+    included: the ack raised and stopped the worker ("Unrecoverable error"). Sent as a
+    plain pipeline, both run (Redis allows deletes when full). The hash entry goes first:
+    a crash between the two leaves an index entry with no message, which kombu's restore
+    drops, rather than a message no index points to.
+    """
+
+    def _remove_from_indices(self, delivery_tag: str, pipe: Any = None) -> Any:
+        if pipe is not None:  # kombu's restore adds its own reads to the same pipeline
+            return super()._remove_from_indices(delivery_tag, pipe)  # type: ignore[no-untyped-call]
+        with self.channel.conn_or_acquire() as client:
+            return (
+                client.pipeline(transaction=False)
+                .hdel(self.unacked_key, delivery_tag)
+                .zrem(self.unacked_index_key, delivery_tag)
+            )
+
+
 class Channel(kombu_redis.Channel):
     """kombu's channel, decoding what it receives itself (``_brpop_read`` and
-    ``_receive_one`` are kombu 5.7's, with :meth:`_decoded` for its ``loads``)."""
+    ``_receive_one`` are kombu 5.7's, with :meth:`_decoded` for its ``loads``), and
+    acknowledging without a transaction (:class:`QoS`)."""
+
+    QoS = QoS
 
     def _decoded(self, item: bytes | str, queue: str | None) -> Any:
         """``item`` decoded, or :data:`_REFUSED` once it is dead-lettered."""

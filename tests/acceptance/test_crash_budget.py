@@ -201,3 +201,45 @@ def test_redis_at_maxmemory_stops_the_paid_calls_and_the_worker_goes_on(
         assert m.calls - before == after.iteration
     finally:
         server.stop()
+
+
+def test_a_task_that_ends_while_redis_is_full_does_not_stop_its_worker(
+    cluster: Callable[..., Cluster], meter: tuple[str, Meter], tmp_path: Path
+) -> None:
+    """With a short ``max_countdown_s`` the iteration gives up waiting for room and its task
+    ends while Redis is still full: the ack (a ZREM and an HDEL, which Redis allows at
+    maxmemory, but not inside MULTI) must not stop the worker. Once there is room the
+    watchdog sends the iteration again and the job ends exact."""
+    server = EmbeddedRedis(
+        tmp_path / "small-redis",
+        config={"maxmemory": str(MAXMEMORY), "maxmemory-policy": "noeviction"},
+    ).start()
+    try:
+        url, m = meter
+        c = cluster(url, url=server.url, CONTINUUM_MAX_COUNTDOWN_S="0.5")
+        beat = c.beat()
+        worker = c.worker(concurrency=1)
+        store = c.store()
+        job = spec("full-at-ack", 20_000)
+        submit(c, job)
+        lease = store.keys.lease("full-at-ack")
+        wait_for(
+            "a model call in flight",
+            lambda: iteration_of(c, "full-at-ack") >= 1 and bool(store.redis.exists(lease)),
+            c,
+        )
+        filler = f"{c.prefix}filler"
+        fill(store.redis, filler)
+        time.sleep(OOM_WINDOW_S)
+        assert worker.poll() is None, f"the worker stopped while Redis was full\n{c.logs()}"
+        assert beat.poll() is None, f"the watchdog stopped while Redis was full\n{c.logs()}"
+
+        store.redis.delete(filler)
+        record = c.wait_ended(["full-at-ack"], timeout=60)["full-at-ack"]
+        assert record.status.value == "succeeded", (record, c.logs())
+        assert store.final_output(record) == fault_free(job)
+        assert worker.poll() is None
+        # The reply no commit could take, nor keep, was bought again: once at most.
+        assert m.calls <= record.iteration + 1, (m.calls, record.iteration)
+    finally:
+        server.stop()
