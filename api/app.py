@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from urllib.parse import quote
 
 from fastapi import APIRouter, FastAPI, Path, Query, Response, Security
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import ValidationError
 from redis import Redis
 
@@ -35,7 +35,16 @@ from api.models import (
     ValidationErrorBody,
 )
 from api.models import Health as HealthReport
-from api.output import media_type, present, snapshot
+from api.output import (
+    Shown,
+    committed,
+    encode,
+    json_with_text,
+    media_type,
+    present,
+    snapshot,
+    stream,
+)
 from api.settings import ApiSettings, api_settings
 from core import JobSpec, JobState
 from core.ids import BATCH_ID_PATTERN, ID_PATTERN
@@ -252,23 +261,25 @@ def _routes(svc: Service, auth: BearerAuth | None) -> APIRouter:
         """The partial (or final) result so far. JSON is always valid JSON: the open
         strings, arrays and objects are closed; CSV stops at the last complete row;
         an open Markdown code fence is closed; text is as it is. With `raw=true`, the
-        accumulated text exactly as committed (JSON may be cut mid-value)."""
+        accumulated text exactly as committed (JSON may be cut mid-value). Streamed
+        from the store a part at a time, whatever the output's size."""
         snap = snapshot(svc.store, job_id)
         if snap is None:
             raise ApiError(404, f"no such job: {job_id}")
-        text = (snap.output or None) if raw else present(snap)
+        shown = committed(snap) if raw else present(snap)
         fmt = snap.format
         headers = {
             "X-Continuum-Status": snap.record.status.value,
             "X-Continuum-Iteration": str(snap.record.iteration),
             "X-Continuum-Format": fmt.value if fmt is not None else "unknown",
         }
-        if text is None:
+        if shown is None:
             return Response(status_code=204, headers=headers)
         kind = media_type(fmt)
         if raw and kind == "application/json":
             kind = "text/plain; charset=utf-8"
-        return Response(text, media_type=kind, headers=headers)
+        body = encode(stream(svc.store, shown))
+        return StreamingResponse(body, media_type=kind, headers=headers)
 
     @router.get(
         "/jobs/{job_id}/result",
@@ -284,9 +295,10 @@ def _routes(svc: Service, auth: BearerAuth | None) -> APIRouter:
             **_responses(404, 422),
         },
     )
-    def get_result(job_id: JobId) -> dict[str, Any]:
+    def get_result(job_id: JobId) -> StreamingResponse:
         """The result of a job that succeeded (or ended partial: its partial result, with
-        the reason), and its continuation metadata."""
+        the reason), and its continuation metadata. Streamed: its `output` is read from
+        the store a part at a time, whatever its size."""
         record = svc.record(job_id)
         status = record.status
         if status in {JobStatus.QUEUED, JobStatus.RUNNING}:
@@ -312,23 +324,28 @@ def _routes(svc: Service, auth: BearerAuth | None) -> APIRouter:
                 code="cancelled",
                 job_status=status.value,
             )
-        text = svc.store.final_output(record)
-        if text is None:
+        result = record.result
+        if result is None or "prefix" not in result:
             raise ApiError(
                 409, f"job {job_id} has no result", code="failed", job_status=status.value
             )
+        size = svc.store.output_size(job_id)
+        svc.record(job_id)  # 404 if it expired meanwhile (an ended job changes no more)
+        shown = Shown(job_id, size, int(result["prefix"]), str(result["suffix"]))
         view = job_view(record, metadata=True)
-        return {
+        body = {
             "job_id": job_id,
             "status": status.value,
             "format": _format_of(record.state),
-            "output": text,
+            "output": "",
             "reason": view["reason"],
             "metadata": view["metadata"],
             "created_at": record.created_at,
             "updated_at": record.updated_at,
             "expires_at": record.expires_at,
         }
+        parts = json_with_text(body, "output", stream(svc.store, shown))
+        return StreamingResponse(parts, media_type="application/json")
 
     @router.delete(
         "/jobs/{job_id}",

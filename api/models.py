@@ -72,6 +72,13 @@ class JobView(BaseModel):
         description="When the job (status, output) is deleted from Redis, Unix time: "
         "null until it ends, or when ended jobs are kept forever (CONTINUUM_RETENTION_S)."
     )
+    callback: str | None = Field(
+        default=None,
+        description="Where the job's callback stands once it has ended: `pending`, "
+        "`delivered`, `retrying: <last error>`, `refused: <why>` (never sent: a forbidden "
+        "address, a redirect) or `undeliverable: <last error> (<n> attempts)`. Null when "
+        "the job asked for no callback or has not ended.",
+    )
     metadata: ContinuationMetadata | None = Field(
         default=None, description="Continuation metadata (None for an invalid spec)."
     )

@@ -1,17 +1,24 @@
-"""A job's output as the API shows it: consistent with its state, and presentable.
+"""A job's output as the API shows it: consistent with its state, presentable, streamed.
 
 The output (``job:{id}:out``) and the state (``job:{id}``) change together in one commit,
-but are read here in two round trips: the job is read again after its output, and the
-pair is kept only when no commit came in between (its iteration did not move).
+but are read here in two round trips: the job is read again after its output's length,
+and the pair is kept only when no commit came in between (its iteration did not move).
+The output itself is then streamed from Redis a part at a time (``JobStore.iter_text``),
+never whole in memory: a commit meanwhile only appends after the part shown.
 
 ``present`` closes a partial output the way the engine closes a result: for JSON, the
 open strings, arrays and objects are closed (always valid JSON); for CSV, up to the last
-complete row; for Markdown, an open code fence is closed; text as it is.
+complete row; for Markdown, an open code fence is closed; text as it is. What it shows is
+a prefix of the output and a closing suffix, kept apart so that the prefix is streamed.
 """
 
 from __future__ import annotations
 
+import json
+import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -33,7 +40,7 @@ MEDIA_TYPES = {
 @dataclass(frozen=True)
 class Snapshot:
     record: JobRecord
-    output: str
+    size: int  # the output's length in bytes as of the record's iteration
     state: JobState | None  # None: the job was kept only to say its spec is invalid
 
     @property
@@ -41,31 +48,47 @@ class Snapshot:
         return None if self.state is None else self.state.format
 
 
+@dataclass(frozen=True)
+class Shown:
+    """What a response shows: the output's first ``chars`` characters (all of its first
+    ``size`` bytes when None), then ``suffix``."""
+
+    job_id: str
+    size: int
+    chars: int | None
+    suffix: str = ""
+
+
 def snapshot(store: JobStore, job_id: str) -> Snapshot | None:
-    """The job and its output as of one commit; None when there is no such job."""
+    """The job and its output's length as of one commit; None when there is no such job."""
     record = store.load(job_id)
     if record is None:
         return None
-    output = store.output(job_id)
+    size = store.output_size(job_id)
     for _ in range(READS):
         again = store.load(job_id)
         if again is None:
             return None
         if again.iteration == record.iteration:
             break
-        record, output = again, store.output(job_id)
+        record, size = again, store.output_size(job_id)
     try:
         state: JobState | None = JobState.model_validate_json(record.state)
     except ValidationError:
         state = None
-    return Snapshot(record, output, state)
+    return Snapshot(record, size, state)
 
 
-def present(snap: Snapshot) -> str | None:
+def committed(snap: Snapshot) -> Shown | None:
+    """The accumulated text exactly as committed; None when there is none yet."""
+    return Shown(snap.record.job_id, snap.size, None) if snap.size else None
+
+
+def present(snap: Snapshot) -> Shown | None:
     """The output so far as a result would show it; None when there is nothing yet."""
-    result = snap.record.result
+    job_id, result = snap.record.job_id, snap.record.result
     if result is not None and "prefix" in result:  # the job ended with a result
-        return snap.output[: int(result["prefix"])] + str(result["suffix"])
+        return Shown(job_id, snap.size, int(result["prefix"]), str(result["suffix"]))
     state = snap.state
     if state is None or state.scan is None or state.format is OutputFormat.AUTO:
         return None
@@ -73,8 +96,38 @@ def present(snap: Snapshot) -> str | None:
     if closed is None:
         return None
     prefix, suffix = closed
-    text = snap.output[:prefix] + suffix
-    return text or None
+    if not (prefix and snap.size) and not suffix:
+        return None
+    return Shown(job_id, snap.size, prefix, suffix)
+
+
+def stream(store: JobStore, shown: Shown) -> Iterator[str]:
+    """The text ``shown`` describes, a part at a time."""
+    yield from store.iter_text(shown.job_id, stop=shown.size, chars=shown.chars)
+    if shown.suffix:
+        yield shown.suffix
+
+
+def encode(parts: Iterator[str]) -> Iterator[bytes]:
+    for part in parts:
+        yield part.encode("utf-8")
+
+
+def json_with_text(body: dict[str, Any], field: str, parts: Iterator[str]) -> Iterator[bytes]:
+    """``body`` as compact JSON (as ``JSONResponse`` renders it) whose ``field`` is the
+    string made of ``parts``, encoded a part at a time: the string is never whole."""
+    marker = json.dumps(uuid.uuid4().hex)
+    text = json.dumps(
+        {**body, field: json.loads(marker)},
+        ensure_ascii=False,
+        allow_nan=False,
+        separators=(",", ":"),
+    )
+    head, tail = text.split(marker, 1)
+    yield (head + '"').encode("utf-8")
+    for part in parts:
+        yield json.dumps(part, ensure_ascii=False)[1:-1].encode("utf-8")
+    yield ('"' + tail).encode("utf-8")
 
 
 def media_type(fmt: OutputFormat | None) -> str:

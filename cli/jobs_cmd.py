@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -151,7 +152,7 @@ def run_status(args: argparse.Namespace) -> int:
 
 
 def run_result(args: argparse.Namespace) -> int:
-    from workers.store import JobStatus  # noqa: PLC0415
+    from workers.store import JobStatus, OutputChanged  # noqa: PLC0415
 
     try:
         with redis_url("result"):
@@ -159,27 +160,33 @@ def run_result(args: argparse.Namespace) -> int:
             record = store.load(args.id)
             if record is None:
                 return _fail("result", f"no such job: {args.id}")
-            text = store.final_output(record)
-    except NoRedis as exc:
+            parts = store.iter_result(record)
+            status = record.status
+            if parts is None or status not in {JobStatus.SUCCEEDED, JobStatus.PARTIAL}:
+                why = record.error or (record.result or {}).get("reason") or ""
+                detail = f": {why}" if why else ""
+                if status in {JobStatus.QUEUED, JobStatus.RUNNING}:
+                    detail = f" (iteration {record.iteration}); its result is not ready"
+                return _fail("result", f"job {args.id} is {status.value}{detail}")
+            _write(parts, args.output)  # a part at a time: the result is never whole here
+    except (NoRedis, OutputChanged) as exc:
         return _fail("result", str(exc))
-    status = record.status
-    if text is None or status not in {JobStatus.SUCCEEDED, JobStatus.PARTIAL}:
-        why = record.error or (record.result or {}).get("reason") or ""
-        detail = f": {why}" if why else ""
-        if status in {JobStatus.QUEUED, JobStatus.RUNNING}:
-            detail = f" (iteration {record.iteration}); its result is not ready"
-        return _fail("result", f"job {args.id} is {status.value}{detail}")
-    if args.output:
-        with open(args.output, "w", encoding="utf-8") as fh:
-            fh.write(text)
-    else:
-        sys.stdout.write(text)
-        sys.stdout.flush()
     if status is JobStatus.PARTIAL:
         reason = (record.result or {}).get("reason")
         print(f"continuum result: job {args.id} is partial: {reason}", file=sys.stderr)
         return 3
     return 0
+
+
+def _write(parts: Iterator[str], output: str | None) -> None:
+    if output:
+        with open(output, "w", encoding="utf-8") as fh:
+            for part in parts:
+                fh.write(part)
+    else:
+        for part in parts:
+            sys.stdout.write(part)
+        sys.stdout.flush()
 
 
 def run_cancel(args: argparse.Namespace) -> int:

@@ -1,15 +1,27 @@
 """Callbacks: when a job ends, its result is POSTed to the spec's ``callback_url``.
 
-Delivery is a task of its own (``continuum.callback``), so it never blocks an iteration;
-it is retried with a growing countdown (never beyond ``max_countdown_s``) and claimed
-once per job (``HSETNX``), so a job ending on two racing deliveries posts once. The
-receiver gets ``{"job": <the status view, with metadata>, "result": <text or null>}``
-and should answer 2xx; anything else, or no answer within the deadline, is retried. A
-redirect is never followed (the receiver must answer at the URL it was given): a 3xx
-fails the delivery for good, as does a URL whose host is not public and not allow-listed
+At least once, from an outbox: the script that ends a job (``workers/lua/retain.lua``)
+puts it in the outbox (``Keys.outbox``, scored by when its next attempt is due) in the
+same write, with the event's id. Delivery is a task of its own (``continuum.callback``),
+sent when the job ends, so it never blocks an iteration; an attempt first claims the
+entry (``JobStore.claim_callback``: one deliverer at a time, each for ``HOLD_S``), and a
+failed one is due again after ``backoff`` (capped by ``max_countdown_s``), ``MAX_ATTEMPTS``
+in all. The watchdog sends the task again for an entry overdue by ``queue_grace_s`` (its
+task was lost with a worker), so a worker killed between the job's end and the POST
+loses nothing. An entry whose job has expired is dropped.
+
+The receiver gets ``{"event_id", "job": <the status view, with metadata>, "result": <text
+or null>}`` and should answer 2xx; anything else, or no answer within the deadline, is
+retried. Every attempt carries the same ``event_id`` (also as the ``Idempotency-Key`` and
+``X-Continuum-Event-Id`` headers: a receiver drops a repeat) and, when
+``CONTINUUM_CALLBACK_SECRET`` is set, ``X-Continuum-Signature: t=<unix>,v1=<hex>``, the
+HMAC-SHA256 of ``"<t>.<body>"`` with that secret (``sign``, ``verify``). A redirect is
+never followed (the receiver must answer at the URL it was given): a 3xx fails the
+delivery for good, as does a URL whose host is not public and not allow-listed
 (``workers.callback_addresses``: checked after DNS, then called at the checked address).
 The job hash's ``callback`` field says where delivery stands: pending, delivered,
-retrying or failed with the last error, or refused with the reason.
+retrying with the last error, refused with the reason, or undeliverable (every attempt
+failed) with the last error.
 
 The URL's path, query and user info may carry the receiver's token: no message, log line
 or task result here names more of it than ``scheme://host:port`` (``origin``).
@@ -24,12 +36,17 @@ when the deadline passes (a ``CallbackError``, retried), not after ``timeout`` p
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import select
 import socket
 import ssl
 import time
+import uuid
 from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 import httpcore
@@ -45,12 +62,24 @@ from workers.callback_addresses import (
     resolve,
 )
 from workers.settings import Settings
-from workers.store import JobRecord, JobStore
+from workers.store import TERMINAL, JobRecord, JobStore
 from workers.views import job_view
 
 #: The deadline of one delivery: connect, TLS, request, response status line and headers.
 TIMEOUT_S = 10.0
 MAX_RETRIES = 8
+#: Attempts at one callback before it is undeliverable: the first and its retries.
+MAX_ATTEMPTS = MAX_RETRIES + 1
+#: How long an attempt holds its claim: past the delivery's deadline, with room for
+#: building the body. A deliverer killed mid-POST is replaced this late (plus the grace).
+HOLD_S = 3 * TIMEOUT_S
+#: A retry may run this early (a countdown fires on another clock than the entry's).
+EARLY_S = 1.0
+
+EVENT_HEADER = "X-Continuum-Event-Id"
+IDEMPOTENCY_HEADER = "Idempotency-Key"
+SIGNATURE_HEADER = "X-Continuum-Signature"
+ATTEMPT_HEADER = "X-Continuum-Attempt"
 
 
 class CallbackError(RuntimeError):
@@ -75,13 +104,73 @@ def allow_list(settings: Settings) -> AllowList:
     return AllowList.parse(settings.callback_allow)
 
 
+#: ``HSETNX`` into a job that still exists (an expired one is not recreated).
+_CLAIM = """
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  return redis.call('HSETNX', KEYS[1], 'callback_sent', '1')
+end
+return 0
+"""
+
+
 def claim(store: JobStore, job_id: str) -> bool:
-    """True for the first caller only: that one sends the callback task."""
-    return bool(store.redis.hsetnx(store.keys.job(job_id), "callback", "pending"))
+    """True for the first caller only: that one sends the callback task (the watchdog
+    sends it again if it is lost)."""
+    return bool(store.redis.eval(_CLAIM, 1, store.keys.job(job_id)))
 
 
-def payload(store: JobStore, record: JobRecord) -> dict[str, Any]:
-    return {"job": job_view(record, metadata=True), "result": store.final_output(record)}
+#: A result longer than this (bytes of output) is not put in the callback's body: the body
+#: is built in memory, and a receiver would have to take it whole. It says so instead
+#: (``result_omitted``), and the receiver reads the result from the API, streamed.
+MAX_RESULT_BYTES = 1024 * 1024
+
+
+def payload(store: JobStore, record: JobRecord, event_id: str | None = None) -> dict[str, Any]:
+    """The body: the same on every attempt (the view leaves out the callback's state).
+    A result over ``MAX_RESULT_BYTES`` is left out: ``"result": null`` and
+    ``"result_omitted": {"bytes": <its output's length>, "path": "/v1/jobs/<id>/result"}``."""
+    view = job_view(record, metadata=True)
+    view.pop("callback", None)
+    size = store.output_size(record.job_id)
+    body: dict[str, Any]
+    if size > MAX_RESULT_BYTES and record.result is not None:
+        path = f"/v1/jobs/{record.job_id}/result"
+        body = {"job": view, "result": None, "result_omitted": {"bytes": size, "path": path}}
+    else:
+        body = {"job": view, "result": store.final_output(record)}
+    return body if event_id is None else {"event_id": event_id, **body}
+
+
+def encode(body: dict[str, Any]) -> bytes:
+    """The body as sent (and signed): compact UTF-8 JSON."""
+    text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return text.encode("utf-8")
+
+
+def sign(secret: str, body: bytes, at: int) -> str:
+    """``X-Continuum-Signature``'s value: ``t=<at>,v1=<hex HMAC-SHA256 of "<at>.<body>">``."""
+    mac = hmac.new(secret.encode("utf-8"), b"%d." % at + body, hashlib.sha256).hexdigest()
+    return f"t={at},v1={mac}"
+
+
+def verify(
+    secret: str, body: bytes, header: str, *, now: float | None = None, tolerance_s: float = 300
+) -> bool:
+    """What a receiver checks: the signature is ours and at most ``tolerance_s`` old."""
+    fields = dict(part.partition("=")[::2] for part in header.split(","))
+    try:
+        at = int(fields.get("t", ""))
+    except ValueError:
+        return False
+    now = time.time() if now is None else now
+    if abs(now - at) > tolerance_s:
+        return False
+    return hmac.compare_digest(sign(secret, body, at), f"t={at},v1={fields.get('v1', '')}")
+
+
+def backoff(attempt: int, cap: float) -> float:
+    """Seconds before the attempt after failed attempt ``attempt`` (1, 2, 4, ... ``cap``)."""
+    return float(min(2.0 ** max(attempt - 1, 0), cap))
 
 
 def deliver(
@@ -92,12 +181,15 @@ def deliver(
     timeout: float = TIMEOUT_S,
     resolver: Resolver = resolve,
     transport: httpx.BaseTransport | None = None,
+    headers: dict[str, str] | None = None,
+    secret: str | None = None,
 ) -> None:
-    """POST ``body`` to ``url`` at its checked address. ``CallbackRefused`` when it must
-    not be sent; ``CallbackError`` when the receiver did not take it, or did not answer
-    (status line and headers) within ``timeout`` seconds of the connection being started:
-    a deadline on the whole exchange, not on each read. (``transport`` replaces the
-    network, in tests: the deadline is then the transport's business.)"""
+    """POST ``body`` to ``url`` at its checked address, with ``headers`` and, given a
+    ``secret``, signed (``sign``) as it is sent. ``CallbackRefused`` when it must not be
+    sent; ``CallbackError`` when the receiver did not take it, or did not answer (status
+    line and headers) within ``timeout`` seconds of the connection being started: a
+    deadline on the whole exchange, not on each read. (``transport`` replaces the network,
+    in tests: the deadline is then the transport's business.)"""
     shown = origin(url)
     try:
         target = check(url, allow, resolver)
@@ -107,6 +199,10 @@ def deliver(
         raise CallbackError(f"POST to {shown}: {exc}") from None
     if transport is None:
         transport = _DeadlineTransport(time.monotonic() + timeout)
+    content = encode(body)
+    sent = {**(headers or {}), "Host": target.host_header, "Content-Type": "application/json"}
+    if secret:
+        sent[SIGNATURE_HEADER] = sign(secret, content, int(time.time()))
     # ``trust_env=False``: no proxy from the environment, which would resolve the host
     # again (and reach whatever it can); the connection goes to the checked address.
     with httpx.Client(
@@ -115,8 +211,8 @@ def deliver(
         request = client.build_request(
             "POST",
             target.pinned_url,
-            json=body,
-            headers={"Host": target.host_header},
+            content=content,
+            headers=sent,
             extensions=target.extensions,
         )
         try:
@@ -136,6 +232,107 @@ def deliver(
         )
     if not answer.is_success:
         raise CallbackError(f"POST to {shown}: HTTP {answer.status_code}")
+
+
+class Outcome(StrEnum):
+    SKIPPED = "skipped"
+    DELIVERED = "delivered"
+    REFUSED = "refused"
+    RETRY = "retry"
+    UNDELIVERABLE = "undeliverable"
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """What one attempt came to; the task retries a ``RETRY`` after ``wait`` seconds."""
+
+    outcome: Outcome
+    detail: str
+    wait: float = 0.0
+    number: int = 0
+
+
+#: A job that ended before the outbox existed (an upgrade: its callback ``pending`` or
+#: ``retrying``, with no event id) is put in the outbox by the first attempt that finds it.
+_ADOPT = """
+if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HEXISTS', KEYS[1], 'callback_event') == 1 then
+  return 0
+end
+redis.call('HSET', KEYS[1], 'callback_event', ARGV[2])
+redis.call('ZADD', KEYS[2], 'NX', ARGV[3], ARGV[1])
+return 1
+"""
+
+
+def _adopt(store: JobStore, job_id: str) -> bool:
+    record = store.load(job_id)
+    if record is None or callback_url(record) is None or record.status not in TERMINAL:
+        return False
+    if not (record.callback or "").startswith(("pending", "retrying")):
+        return False
+    keys = (store.keys.job(job_id), store.keys.outbox)
+    return bool(store.redis.eval(_ADOPT, 2, *keys, job_id, uuid.uuid4().hex, time.time()))
+
+
+_NOT_CLAIMED = {
+    0: "another worker is delivering it",
+    -1: "nothing to deliver (delivered, settled, or no callback_url)",
+    -2: "not due yet",
+    -3: "no such job (expired): dropped from the outbox",
+}
+
+
+def attempt(
+    store: JobStore,
+    job_id: str,
+    settings: Settings,
+    *,
+    resolver: Resolver = resolve,
+    transport: httpx.BaseTransport | None = None,
+) -> Attempt:
+    """One attempt at the job's callback, if its outbox entry is due and free: claim it,
+    POST, settle (the outcome in the job's ``callback`` field; the entry dropped, or due
+    again after ``backoff``)."""
+    token = uuid.uuid4().hex
+    number = store.claim_callback(job_id, token, hold_s=HOLD_S, early_s=EARLY_S)
+    if number == -1 and _adopt(store, job_id):
+        number = store.claim_callback(job_id, token, hold_s=HOLD_S, early_s=EARLY_S)
+    if number <= 0:
+        return Attempt(Outcome.SKIPPED, _NOT_CLAIMED[number])
+    record = store.load(job_id)
+    url = None if record is None else callback_url(record)
+    if record is None or url is None:
+        store.settle_callback(job_id, token, "refused: the job has no callback_url")
+        return Attempt(Outcome.SKIPPED, "no such job, or no callback_url")
+    if number > MAX_ATTEMPTS:  # the attempts before raised something else (see the log)
+        shown = record.callback or ""
+        last = shown[10:] if shown.startswith("retrying: ") else "no attempt finished (see the log)"
+        store.settle_callback(job_id, token, f"undeliverable: {last} ({number - 1} attempts)")
+        return Attempt(Outcome.UNDELIVERABLE, last, number=number)
+    event = store.callback_event(job_id) or job_id
+    secret = settings.callback_secret.get_secret_value() if settings.callback_secret else None
+    try:
+        deliver(
+            url,
+            payload(store, record, event),
+            allow=allow_list(settings),
+            resolver=resolver,
+            transport=transport,
+            headers={EVENT_HEADER: event, IDEMPOTENCY_HEADER: event, ATTEMPT_HEADER: str(number)},
+            secret=secret,
+        )
+    except CallbackRefused as exc:
+        store.settle_callback(job_id, token, f"refused: {exc}")
+        return Attempt(Outcome.REFUSED, str(exc), number=number)
+    except CallbackError as exc:
+        if number >= MAX_ATTEMPTS:
+            store.settle_callback(job_id, token, f"undeliverable: {exc} ({number} attempts)")
+            return Attempt(Outcome.UNDELIVERABLE, str(exc), number=number)
+        wait = backoff(number, settings.max_countdown_s)
+        store.settle_callback(job_id, token, f"retrying: {exc}", retry_at=time.time() + wait)
+        return Attempt(Outcome.RETRY, str(exc), wait, number)
+    store.settle_callback(job_id, token, "delivered")
+    return Attempt(Outcome.DELIVERED, origin(url), number=number)
 
 
 def _hide(text: str, *urls: str) -> str:
@@ -295,14 +492,26 @@ def mark(store: JobStore, job_id: str, outcome: str) -> None:
 
 
 __all__ = [
+    "ATTEMPT_HEADER",
+    "EVENT_HEADER",
+    "IDEMPOTENCY_HEADER",
+    "MAX_ATTEMPTS",
     "MAX_RETRIES",
+    "SIGNATURE_HEADER",
+    "Attempt",
     "CallbackError",
     "CallbackRefused",
+    "Outcome",
     "allow_list",
+    "attempt",
+    "backoff",
     "callback_url",
     "claim",
     "deliver",
+    "encode",
     "mark",
     "origin",
     "payload",
+    "sign",
+    "verify",
 ]

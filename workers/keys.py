@@ -1,17 +1,22 @@
 """Every Redis key Continuum uses, built in one place.
 
 {prefix}job:{id}            hash: spec, state, status, iteration, timestamps, result
-{prefix}job:{id}:out        string: the accumulated output (appended per iteration)
+{prefix}job:{id}:out        list: the accumulated output, in chunks of at most
+                            ``output_chunk_bytes`` (``workers/lua/output.lua``; a
+                            string: the layout before chunks, still read)
 {prefix}job:{id}:lease      string with a TTL: the worker running the iteration now
 {prefix}job:{id}:commits    hash: iteration -> times committed (1, always; for audits)
+{prefix}job:{id}:callback   string with a TTL: the deliverer of the job's callback now
 {prefix}active              sorted set: unfinished jobs by the time they are overdue
+{prefix}outbox              sorted set: ended jobs whose callback is not delivered yet, by
+                            the time its next attempt is due (``workers.callbacks``)
 {prefix}batch:{id}          set: the jobs of a batch
 {prefix}batch:{id}:meta     hash: the batch's size, creation time, jobs ended, expiry
 {prefix}bucket:{profile}    hash: a provider's shared token bucket
 {prefix}deadletter          list: the latest broker messages no worker could take, newest
                             first, bounded (``workers.deadletter``)
 
-A job's own keys (``Keys.job_keys``: the four ``job:{id}...`` above) expire together,
+A job's own keys (``Keys.job_keys``: the five ``job:{id}...`` above) expire together,
 ``retention_s`` after the job ends (``workers.store``); a batch's two keys once all its
 jobs have. A new per-job key goes into ``job_keys`` too, or it would outlive its job (a
 test holds every ``Keys`` method taking a ``job_id`` to that).
@@ -45,13 +50,26 @@ class Keys:
     def commits(self, job_id: str) -> str:
         return f"{self.prefix}job:{check_id(job_id)}:commits"
 
+    def callback_claim(self, job_id: str) -> str:
+        return f"{self.prefix}job:{check_id(job_id)}:callback"
+
     def job_keys(self, job_id: str) -> tuple[str, ...]:
         """Every key of one job, its hash first: what expires when the job is retained."""
-        return (self.job(job_id), self.output(job_id), self.lease(job_id), self.commits(job_id))
+        return (
+            self.job(job_id),
+            self.output(job_id),
+            self.lease(job_id),
+            self.commits(job_id),
+            self.callback_claim(job_id),
+        )
 
     @property
     def active(self) -> str:
         return f"{self.prefix}active"
+
+    @property
+    def outbox(self) -> str:
+        return f"{self.prefix}outbox"
 
     def batch(self, batch_id: str) -> str:
         return f"{self.prefix}batch:{check_id(batch_id, 'batch id')}"

@@ -57,7 +57,12 @@ def build_runtime(settings: Settings, redis_url: str) -> Runtime:
     client = Redis.from_url(redis_url)
     return Runtime(
         settings,
-        JobStore(client, prefix=settings.key_prefix, retention_s=settings.retention_s),
+        JobStore(
+            client,
+            prefix=settings.key_prefix,
+            retention_s=settings.retention_s,
+            output_chunk_bytes=settings.output_chunk_bytes,
+        ),
         ProviderPool(load_profiles(os.environ)),
         TokenBucket(client, prefix=settings.key_prefix),
     )

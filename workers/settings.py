@@ -4,11 +4,15 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from pydantic import AliasChoices, Field, field_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from workers.callback_addresses import AllowList
-from workers.store import DEFAULT_RETENTION_S
+from workers.store import (
+    DEFAULT_OUTPUT_CHUNK_BYTES,
+    DEFAULT_RETENTION_S,
+    MIN_OUTPUT_CHUNK_BYTES,
+)
 
 
 class Settings(BaseSettings):
@@ -65,6 +69,16 @@ class Settings(BaseSettings):
     #: ``*.corp.example``), addresses and CIDRs (``127.0.0.1``, ``10.0.0.0/8``, ``::1``).
     #: Empty: callbacks reach public addresses only (checked after DNS).
     callback_allow: str = ""
+    #: Signs every callback (``X-Continuum-Signature``, ``workers.callbacks.sign``) so its
+    #: receiver can tell it came from this deployment; a deploy should set it. Unset or
+    #: empty: callbacks are sent unsigned. Never logged (a ``SecretStr``).
+    callback_secret: SecretStr | None = None
+    #: The most bytes one chunk of a job's output holds in Redis (``workers/lua/output.lua``):
+    #: the output is a list of chunks, so no Redis value grows with it. Every commit copies
+    #: the last chunk once: larger chunks cost more per commit, smaller ones more entries.
+    output_chunk_bytes: int = Field(
+        default=DEFAULT_OUTPUT_CHUNK_BYTES, ge=MIN_OUTPUT_CHUNK_BYTES, le=64 * 1024 * 1024
+    )
 
     @field_validator("callback_allow")
     @classmethod

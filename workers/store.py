@@ -1,8 +1,10 @@
 """The Redis job store: jobs, their output, leases, and exactly-once commits.
 
 Every write that must be atomic is one Lua script (``workers/lua/``). The output is a
-Redis string appended per iteration; the job state (which never holds the output) is a
-hash field. ``commit`` is a compare-and-set on the iteration number, so a duplicated,
+Redis list of chunks of at most ``output_chunk_bytes``, appended per iteration
+(``workers/lua/output.lua``: no value grows with the job) and read chunk by chunk
+(``iter_output``, ``iter_text``); the job state (which never holds the output) is a hash
+field. ``commit`` is a compare-and-set on the iteration number, so a duplicated,
 late or concurrent delivery of an iteration never appends twice or skips a fragment.
 
 Retention: every script that ends a job (``commit`` with a final status, ``fail``,
@@ -13,14 +15,19 @@ expire with the last of its jobs. ``retention_s = 0`` keeps everything.
 
 from __future__ import annotations
 
+import codecs
 import json
 import time
+import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from redis import Redis
+from redis.commands.core import Script
 
 from workers.keys import DEFAULT_PREFIX, Keys
 
@@ -33,9 +40,31 @@ DEFAULT_RETENTION_S = 7 * 24 * 3600.0
 _ENDING = frozenset({"commit", "fail", "cancel"})
 
 
+#: The most bytes one chunk of an output holds (``CONTINUUM_OUTPUT_CHUNK_BYTES``). A commit
+#: copies the last chunk once, so this bounds a commit's cost as well as every value.
+DEFAULT_OUTPUT_CHUNK_BYTES = 256 * 1024
+#: The least: a chunk must hold any UTF-8 character (4 bytes), and more is sensible.
+MIN_OUTPUT_CHUNK_BYTES = 64
+#: The most bytes one read of an output (``iter_output``) fetches.
+READ_BYTES = 256 * 1024
+
+
 def _script(name: str) -> str:
     text = (_LUA / f"{name}.lua").read_text()
     return (_LUA / "retain.lua").read_text() + text if name in _ENDING else text
+
+
+def _commit_script(chunk_bytes: int) -> str:
+    """``commit.lua`` with ``output.lua``'s functions and their chunk size before it."""
+    if chunk_bytes < MIN_OUTPUT_CHUNK_BYTES:
+        raise ValueError(f"an output chunk holds at least {MIN_OUTPUT_CHUNK_BYTES} bytes")
+    output = (_LUA / "output.lua").read_text()
+    return f"local CHUNK = {int(chunk_bytes)}\n{output}{_script('commit')}"
+
+
+class OutputChanged(RuntimeError):
+    """Raised when a job's output is replaced (a repair) or deleted (its job expired) while
+    it is read: what was read is not a part of it any more."""
 
 
 class JobStatus(StrEnum):
@@ -88,6 +117,9 @@ class JobRecord:
     deferrals: int = 0
     #: When the job's keys expire (Unix time): None until it ends, or when kept forever.
     expires_at: float | None = None
+    #: Where its callback stands (``workers.callbacks``): None when it asked for none or
+    #: has not ended; pending, delivered, retrying, refused or undeliverable, with why.
+    callback: str | None = None
 
 
 @dataclass(frozen=True)
@@ -131,13 +163,15 @@ class JobStore:
         prefix: str = DEFAULT_PREFIX,
         *,
         retention_s: float = DEFAULT_RETENTION_S,
+        output_chunk_bytes: int = DEFAULT_OUTPUT_CHUNK_BYTES,
     ) -> None:
         self.redis = redis
         self.keys = Keys(prefix)
         #: How long an ended job's keys stay (seconds; 0: forever).
         self.retention_s = retention_s
         self._create = redis.register_script(_script("create"))
-        self._commit = redis.register_script(_script("commit"))
+        self._commit = redis.register_script(_commit_script(output_chunk_bytes))
+        self._read_output = redis.register_script(_script("read_output"))
         self._acquire = redis.register_script(_script("acquire"))
         self._renew = redis.register_script(_script("renew"))
         self._release = redis.register_script(_script("release"))
@@ -149,13 +183,22 @@ class JobStore:
         self, job_id: str, now: float, retention_s: float | None, *, batch: bool = True
     ) -> tuple[list[str], list[Any]]:
         """``retain.lua``'s keys and arguments for a job that may end now. Its batch is
-        looked up first: a job's batch is written once, when it is created."""
+        looked up first: a job's batch is written once, when it is created. The event id
+        is kept only by the script that ends the job (its callback's idempotency key)."""
         keep = self.retention_s if retention_s is None else retention_s
         ms = max(1, round(keep * 1000)) if keep > 0 else 0
         keys = list(self.keys.job_keys(job_id))
         name = _text(self.redis.hget(keys[0], "batch")) if batch else None
         batch_keys = [self.keys.batch(name), self.keys.batch_meta(name)] if name else []
-        return [*keys, *batch_keys], [ms, now + keep if ms else "", len(keys)]
+        event = uuid.uuid4().hex
+        return [*keys, self.keys.outbox, *batch_keys], [
+            ms,
+            now + keep if ms else "",
+            len(keys),
+            now,
+            event,
+            job_id,
+        ]
 
     # -- jobs --------------------------------------------------------------------------
     def create(
@@ -191,11 +234,66 @@ class JobStore:
             error=_text(f.get("error")),
             deferrals=int(f.get(f"deferrals:{f['iteration']}", 0)),
             expires_at=_time(f.get("expires_at")),
+            callback=f.get("callback"),
         )
 
+    # -- the output (``workers/lua/output.lua``) ----------------------------------------
     def output(self, job_id: str) -> str:
-        data = self.redis.get(self.keys.output(job_id))
-        return "" if data is None else _s(data)
+        """The whole output in memory, for small outputs: stream others (``iter_text``)."""
+        return "".join(self.iter_text(job_id))
+
+    def output_size(self, job_id: str) -> int:
+        """The output's length in bytes (UTF-8); 0 when there is no such job."""
+        return int(self._read(job_id, 0, 0, 0, "")[2])
+
+    def _read(self, job_id: str, chunk: int, offset: int, most: int, gen: str) -> list[Any]:
+        k = self.keys
+        found = self._read_output(
+            keys=[k.job(job_id), k.output(job_id)], args=[chunk, offset, most, gen]
+        )
+        return list(found)
+
+    def iter_output(self, job_id: str, start: int = 0, stop: int | None = None) -> Iterator[bytes]:
+        """The output's bytes ``start`` to ``stop`` (the end when None), read from Redis a
+        part at a time (``READ_BYTES``), each part once. Commits that append meanwhile are
+        read too when ``stop`` is None; a replacement or an expiry meanwhile raises
+        ``OutputChanged``, as does an output that ends before ``stop`` (or no such job,
+        with a ``stop``). No such job and no ``stop``: no bytes."""
+        chunk, offset, gen, read = 0, start, "", 0
+        while stop is None or start + read < stop:
+            most = READ_BYTES if stop is None else min(READ_BYTES, stop - start - read)
+            code, now, _, chunk, offset, data = self._read(job_id, chunk, offset, most, gen)
+            if int(code) == -1 and not gen and stop is None:
+                return
+            if int(code) != 1:
+                raise OutputChanged(f"the output of job {job_id} was replaced or deleted")
+            gen = _s(now)
+            if not data:
+                if stop is None:
+                    return
+                raise OutputChanged(f"the output of job {job_id} ends before byte {stop}")
+            read += len(data)
+            yield bytes(data)
+
+    def iter_text(
+        self, job_id: str, *, stop: int | None = None, chars: int | None = None
+    ) -> Iterator[str]:
+        """The output as text, a part at a time (``iter_output`` up to byte ``stop``),
+        never cutting a character; at most ``chars`` characters when given."""
+        if chars == 0:
+            return
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        left = chars
+        for data in self.iter_output(job_id, stop=stop):
+            text = decoder.decode(data)
+            if left is not None:
+                if len(text) >= left:
+                    yield text[:left]
+                    return
+                left -= len(text)
+            if text:
+                yield text
+        decoder.decode(b"", final=True)  # a cut character raises here
 
     def commit(
         self,
@@ -273,11 +371,24 @@ class JobStore:
         self.redis.hset(self.keys.job(job_id), mapping={"status": JobStatus.RUNNING.value})
 
     def final_output(self, record: JobRecord) -> str | None:
-        """The result of an ended job (its output with the closing suffix), else None."""
+        """The result of an ended job (its output with the closing suffix), else None; in
+        memory: stream a large one (``iter_result``)."""
+        parts = self.iter_result(record)
+        return None if parts is None else "".join(parts)
+
+    def iter_result(self, record: JobRecord) -> Iterator[str] | None:
+        """The result of an ended job a part at a time (its output up to the result's
+        ``prefix`` characters, then the closing ``suffix``, kept apart in the result),
+        else None."""
         if record.result is None or "prefix" not in record.result:
             return None
         prefix, suffix = int(record.result["prefix"]), str(record.result["suffix"])
-        return self.output(record.job_id)[:prefix] + suffix
+        return self._result_parts(record.job_id, prefix, suffix)
+
+    def _result_parts(self, job_id: str, prefix: int, suffix: str) -> Iterator[str]:
+        yield from self.iter_text(job_id, chars=prefix)
+        if suffix:
+            yield suffix
 
     # -- batches -----------------------------------------------------------------------
     def create_batch(self, batch_id: str, size: int) -> bool:
@@ -412,3 +523,57 @@ class JobStore:
 
     def drop_kept_step(self, job_id: str) -> None:
         self.redis.hdel(self.keys.job(job_id), "kept_step")
+
+    # -- the callback outbox (``workers.callbacks``) --------------------------------------
+    # An ended job that asked for a callback is in the outbox, scored by when its next
+    # attempt is due, from the script that ends it until its delivery settles. Fields of
+    # its hash: ``callback`` (where it stands), ``callback_event`` (the event id) and
+    # ``callback_attempts``.
+    @cached_property
+    def _claim_callback(self) -> Script:
+        return self.redis.register_script(_script("outbox_claim"))
+
+    @cached_property
+    def _settle_callback(self) -> Script:
+        return self.redis.register_script(_script("outbox_settle"))
+
+    def claim_callback(self, job_id: str, token: str, *, hold_s: float, early_s: float) -> int:
+        """Take the delivery of the job's callback for ``hold_s`` seconds if it is due (or
+        due within ``early_s``) and nobody holds it: the attempt's number (1, 2, ...);
+        0 when another deliverer holds it, -1 when it is not in the outbox (delivered,
+        settled, never asked for), -2 when it is not due yet, -3 when the job is gone
+        (its entry is dropped)."""
+        k = self.keys
+        return int(
+            self._claim_callback(
+                keys=[k.outbox, k.job(job_id), k.callback_claim(job_id)],
+                args=[job_id, token, int(hold_s * 1000), time.time(), early_s],
+            )
+        )
+
+    def settle_callback(
+        self, job_id: str, token: str, outcome: str, *, retry_at: float | None = None
+    ) -> None:
+        """Record an attempt's ``outcome`` in the job (if it still exists) and either take
+        its entry out of the outbox or, with ``retry_at``, make it due then; the claim
+        ``token`` holds is released."""
+        k = self.keys
+        self._settle_callback(
+            keys=[k.outbox, k.job(job_id), k.callback_claim(job_id)],
+            args=[job_id, token, outcome[:500], "" if retry_at is None else retry_at],
+        )
+
+    def callback_event(self, job_id: str) -> str | None:
+        """The id of the event the job's callback reports (stable across attempts)."""
+        return _text(self.redis.hget(self.keys.job(job_id), "callback_event"))
+
+    def outbox_due(self, before: float, limit: int = 100) -> list[str]:
+        """Jobs in the outbox due at ``before`` or earlier, the longest overdue first."""
+        found = self.redis.zrangebyscore(self.keys.outbox, "-inf", before, start=0, num=limit)
+        return [_s(m) for m in found if isinstance(m, (bytes, str))]
+
+    def outbox_postpone(self, job_id: str, at: float) -> None:
+        self.redis.zadd(self.keys.outbox, {job_id: at}, xx=True)
+
+    def outbox_drop(self, job_id: str) -> None:
+        self.redis.zrem(self.keys.outbox, job_id)

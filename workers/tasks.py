@@ -142,35 +142,26 @@ def enqueue_callback(job_id: str) -> None:
     callback.apply_async(kwargs={"job_id": job_id}, queue=runtime().settings.queue)
 
 
-@app.task(name="continuum.callback", bind=True, max_retries=callbacks.MAX_RETRIES)
+@app.task(name="continuum.callback", bind=True, max_retries=callbacks.MAX_ATTEMPTS)
 def callback(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
-    """POST an ended job's result to its ``callback_url``; retried with a countdown."""
+    """One attempt at an ended job's callback (``workers.callbacks.attempt``), retried with
+    a countdown; the watchdog sends it again if it is lost. Any number of these may run for
+    one job: only the one that claims the outbox entry, when it is due, posts."""
     rt = runtime()
     parsed = _parse(CallbackArgs, args, kwargs)
     if isinstance(parsed, str):
         raise InvalidMessage(f"invalid callback message: {parsed}")
-    record = rt.store.load(parsed.job_id)
-    url = None if record is None else callbacks.callback_url(record)
-    if record is None or url is None:
-        return {"job_id": parsed.job_id, "skipped": "no such job, or no callback_url"}
     # Nothing returned, raised or logged here names more of the URL than its origin:
     # Flower and the result backend show it, and the path or query may hold a token.
-    try:
-        body = callbacks.payload(rt.store, record)
-        callbacks.deliver(url, body, allow=callbacks.allow_list(rt.settings))
-    except callbacks.CallbackRefused as exc:
-        callbacks.mark(rt.store, parsed.job_id, f"refused: {exc}")
-        log.warning("job %s: %s", parsed.job_id, exc)
-        return {"job_id": parsed.job_id, "refused": str(exc)}
-    except callbacks.CallbackError as exc:
-        tries = self.request.retries
-        if tries >= callbacks.MAX_RETRIES:
-            callbacks.mark(rt.store, parsed.job_id, f"failed: {exc}")
-            raise
-        callbacks.mark(rt.store, parsed.job_id, f"retrying: {exc}")
-        raise self.retry(exc=exc, countdown=min(2.0**tries, rt.settings.max_countdown_s)) from exc
-    callbacks.mark(rt.store, parsed.job_id, "delivered")
-    return {"job_id": parsed.job_id, "delivered": callbacks.origin(url)}
+    done = callbacks.attempt(rt.store, parsed.job_id, rt.settings)
+    if done.outcome is callbacks.Outcome.RETRY:
+        exc = callbacks.CallbackError(done.detail)
+        raise self.retry(exc=exc, countdown=done.wait) from exc
+    if done.outcome is callbacks.Outcome.UNDELIVERABLE:
+        raise callbacks.CallbackError(f"undeliverable after {done.number} attempts: {done.detail}")
+    if done.outcome is callbacks.Outcome.REFUSED:
+        log.warning("job %s: %s", parsed.job_id, done.detail)
+    return {"job_id": parsed.job_id, done.outcome.value: done.detail}
 
 
 def _named_job(kwargs: dict[str, Any]) -> str | None:

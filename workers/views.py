@@ -33,6 +33,7 @@ def job_view(record: JobRecord, *, metadata: bool = False) -> dict[str, Any]:
         "created_at": record.created_at,
         "updated_at": record.updated_at,
         "expires_at": record.expires_at,
+        "callback": record.callback,
     }
     if metadata:
         try:

@@ -5,6 +5,11 @@ a queued iteration waited longer than ``queue_grace_s``) and nobody holds its le
 worker was killed mid-call, or died between a commit and the next enqueue. The watchdog
 sends the job's current iteration again; if the lost message turns up after all, the
 duplicate is a no-op (the commit is a compare-and-set, the lease admits one runner).
+
+It also watches the callback outbox (``workers.callbacks``): an entry overdue by
+``queue_grace_s`` lost its task (a worker killed between the job's end and the POST, or
+holding a retry's countdown), so the watchdog sends ``continuum.callback`` for it again,
+at most ``OUTBOX_BATCH`` per pass; an entry whose job has expired is dropped.
 """
 
 from __future__ import annotations
@@ -14,11 +19,14 @@ import threading
 import time
 
 from core import JobState
-from workers.iteration import Enqueue
+from workers.iteration import Enqueue, Notify
 from workers.runtime import Runtime
 from workers.store import TERMINAL
 
 log = logging.getLogger("continuum.watchdog")
+
+#: Outbox entries sent again per pass, at most (the rest wait for the next pass).
+OUTBOX_BATCH = 100
 
 
 def sweep(rt: Runtime, enqueue: Enqueue, *, now: float | None = None) -> list[str]:
@@ -39,11 +47,46 @@ def sweep(rt: Runtime, enqueue: Enqueue, *, now: float | None = None) -> list[st
     return sent
 
 
-def run_forever(rt: Runtime, enqueue: Enqueue, stop: threading.Event) -> None:
-    """Sweep every ``watchdog_interval_s`` until ``stop`` is set."""
+def sweep_outbox(
+    rt: Runtime, notify: Notify, *, now: float | None = None, limit: int = OUTBOX_BATCH
+) -> list[str]:
+    """One pass over the callback outbox: send the callback task again for every entry
+    overdue by the queue grace (and postpone it by as much); return their ids."""
+    store = rt.store
+    now = time.time() if now is None else now
+    due = store.outbox_due(now - rt.settings.queue_grace_s, limit)
+    if not due:
+        return []
+    pipe = store.redis.pipeline(transaction=False)
+    for job_id in due:
+        pipe.exists(store.keys.job(job_id))
+    sent = []
+    for job_id, exists in zip(due, pipe.execute(), strict=True):
+        if not exists:  # its retention ran out before its callback was delivered
+            store.outbox_drop(job_id)
+            continue
+        store.outbox_postpone(job_id, now)
+        notify(job_id)
+        log.warning("job %s: its callback is overdue: sent again", job_id)
+        sent.append(job_id)
+    return sent
+
+
+def _send_callback(job_id: str) -> None:
+    from workers.tasks import enqueue_callback  # noqa: PLC0415  (the Celery app)
+
+    enqueue_callback(job_id)
+
+
+def run_forever(
+    rt: Runtime, enqueue: Enqueue, stop: threading.Event, notify: Notify = _send_callback
+) -> None:
+    """Sweep the jobs and the callback outbox every ``watchdog_interval_s`` until ``stop``
+    is set."""
     while not stop.is_set():
         try:
             sweep(rt, enqueue)
+            sweep_outbox(rt, notify)
         except Exception:  # a Redis hiccup must not end the watchdog
             log.exception("watchdog sweep failed; trying again")
         stop.wait(rt.settings.watchdog_interval_s)

@@ -1,6 +1,6 @@
 -- Commit one iteration exactly once: compare-and-set on the iteration number.
 -- A duplicate or stale delivery finds another iteration number and changes nothing.
--- KEYS: job hash, output string, lease, commits hash, active zset
+-- KEYS: job hash, output (a list of chunks), lease, commits hash, active zset
 -- ARGV: job id, expected iteration, state json, append text, replace ("1"/"0"),
 --       status, now, deadline ("" when the job is over), lease token,
 --       summary json, result json (or ""), then retain's three (retain.lua)
@@ -21,11 +21,7 @@ if status == 'succeeded' or status == 'partial' or status == 'failed' then
   -- an operator): a late commit never revives it.
   return -3
 end
-if ARGV[5] == '1' then
-  redis.call('SET', KEYS[2], ARGV[4])
-elseif ARGV[4] ~= '' then
-  redis.call('APPEND', KEYS[2], ARGV[4])
-end
+write_output(KEYS[1], KEYS[2], ARGV[4], ARGV[5] == '1') -- output.lua
 redis.call('HSET', KEYS[1], 'state', ARGV[3], 'iteration', tonumber(ARGV[2]) + 1,
   'status', ARGV[6], 'updated_at', ARGV[7], 'summary', ARGV[10])
 if ARGV[11] ~= '' then

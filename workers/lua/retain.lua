@@ -1,19 +1,41 @@
 -- Retention: prepended by workers.store to every script that ends a job (commit, fail,
--- cancel), so a job's keys get their expiry in the same script as its final write.
+-- cancel), so a job's keys get their expiry in the same script as its final write, and
+-- its callback (if it asked for one) its outbox entry.
 --
 -- retain(k, a): KEYS[k], KEYS[k+1], ... are the job's keys (Keys.job_keys: its hash
--- first, ARGV[a+2] of them), then its batch's set and meta when it has a batch.
--- ARGV[a] is the retention in ms (0: keep forever), ARGV[a+1] the job's expiry (Unix
--- time, what `expires_at` says; "" when kept forever).
+-- first, ARGV[a+2] of them), then the outbox, then its batch's set and meta when it has
+-- a batch. ARGV[a] is the retention in ms (0: keep forever), ARGV[a+1] the job's expiry
+-- (Unix time, what `expires_at` says; "" when kept forever), ARGV[a+3] the time it ends
+-- (its callback is due then), ARGV[a+4] the id of this ending's callback event,
+-- ARGV[a+5] the job id.
 local function ends(status)
   return status == 'succeeded' or status == 'partial' or status == 'failed'
     or status == 'cancelled'
+end
+
+-- The job's callback goes into the outbox with its end, atomically: whatever happens to
+-- the worker after this script, the callback is delivered (workers.callbacks). A job kept
+-- only to say its submission was invalid (state "{}", workers.submit.record_invalid) is
+-- never called back: its callback_url was never validated.
+local function call_back(job, outbox, a)
+  if redis.call('HGET', job, 'state') == '{}' then
+    return
+  end
+  local ok, spec = pcall(cjson.decode, redis.call('HGET', job, 'spec') or '')
+  if not ok or type(spec) ~= 'table' or type(spec.callback_url) ~= 'string'
+      or spec.callback_url == '' then
+    return
+  end
+  redis.call('HSET', job, 'callback', 'pending', 'callback_event', ARGV[a + 4],
+    'callback_attempts', 0)
+  redis.call('ZADD', outbox, ARGV[a + 3], ARGV[a + 5])
 end
 
 local function retain(k, a)
   local ms = tonumber(ARGV[a])
   local expires_at = ARGV[a + 1]
   local njob = tonumber(ARGV[a + 2])
+  call_back(KEYS[k], KEYS[k + njob], a)
   if ms > 0 then
     redis.call('HSET', KEYS[k], 'expires_at', expires_at)
     for i = k, k + njob - 1 do
@@ -24,7 +46,7 @@ local function retain(k, a)
       end
     end
   end
-  local set, meta = KEYS[k + njob], KEYS[k + njob + 1]
+  local set, meta = KEYS[k + njob + 1], KEYS[k + njob + 2]
   if meta == nil or redis.call('EXISTS', meta) == 0 then
     return
   end
