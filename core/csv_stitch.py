@@ -16,6 +16,8 @@ import csv
 import io
 import math
 import re
+from bisect import bisect_right
+from collections.abc import Iterable
 from dataclasses import replace
 from enum import StrEnum
 from functools import lru_cache
@@ -165,9 +167,39 @@ def _advance(scan: CsvScan, append: str) -> CsvScan:
     )
 
 
+def stray_quote(mode: CsvMode, text: str) -> bool:
+    """Whether ``text``, read on from ``mode``, puts anything but a delimiter, a line break
+    or an escaped quote right after a quote that closes a field (``"disagr"disagree"``).
+
+    RFC 4180 has no such field, and a strict CSV reader refuses it: a reading of a seam
+    that makes one (a reply read on inside a quoted field it re-emits) is no CSV.
+    """
+    if mode is not CsvMode.QUOTE_SEEN and '"' not in text:
+        return False
+    pos = 0
+    for match in _SPECIAL.finditer(text):
+        at = match.start()
+        if mode is CsvMode.QUOTE_SEEN and text[pos:at] not in ("", "\r"):
+            return True
+        if at > pos and _starts_field(mode, text[pos:at]):
+            mode = CsvMode.UNQUOTED
+        pos = at + 1
+        char = text[at]
+        if mode is CsvMode.QUOTED:
+            mode = CsvMode.QUOTE_SEEN if char == '"' else mode
+        elif char == '"':
+            mode = mode if mode is CsvMode.UNQUOTED else CsvMode.QUOTED
+        else:
+            mode = CsvMode.FIELD_START if char == "," else CsvMode.ROW_START
+    return mode is CsvMode.QUOTE_SEEN and text[pos:] not in ("", "\r")
+
+
 def fits(scan: CsvScan, text: str) -> bool:
-    """Whether the first rows ``text`` completes have the header's field count."""
+    """Whether the first rows ``text`` completes have the header's field count, with no
+    text after a closing quote."""
     mode, delims, rows = scan_rows(scan.mode, scan.delims, text[:LOOKAHEAD_CHARS], SEAM_ROWS)
+    if stray_quote(scan.mode, text[: rows[-1][0] if len(rows) == SEAM_ROWS else LOOKAHEAD_CHARS]):
+        return False
     counts = [count for _, count in rows if count]
     expected = scan.fields
     if not expected:
@@ -204,11 +236,16 @@ def _readings(scan: CsvScan) -> tuple[Accept, Accept]:
 def _seam(scan: CsvScan, tail: str) -> Seam:
     """How a CSV fragment's start is read: by width, without a repeated header."""
 
+    # Data rows equal to the header: a repeat of it proves nothing. Otherwise the header
+    # is no record the data repeats: a row equal to it is the header re-emitted.
+    header_data = f"\n{scan.header}\n" in tail or f"\n{scan.header}\r\n" in tail
+    header = scan.header if scan.fields and not header_data else None
+
     def drop(body: str) -> tuple[int, str]:
         if not scan.fields or scan.mode is CsvMode.QUOTED or not body.startswith(scan.header):
             return 0, ""
-        if f"\n{scan.header}\n" in tail or f"\n{scan.header}\r\n" in tail:
-            return 0, ""  # data rows equal to the header: a repeat of it proves nothing
+        if header_data:
+            return 0, ""
         after = body[len(scan.header) : len(scan.header) + 2]
         size = 2 if after == "\r\n" else 1 if after.startswith("\n") else 0
         return (len(scan.header) + size, "dropped a repeated header row") if size else (0, "")
@@ -222,13 +259,15 @@ def _seam(scan: CsvScan, tail: str) -> Seam:
         restart_min=restart,
         wrapper=scan.wrapper,
         aligned=_whole_row,
-        duplicates=_duplicate_row,
+        duplicates=lambda tail, append: _duplicate_row(tail, append, header),
         token_cut=_field_cut,
+        rejoins=_value_rejoins,
     )
 
 
-def _duplicate_row(tail: str, append: str) -> bool:
-    """Whether the row the seam falls in equals the row before or after it."""
+def _duplicate_row(tail: str, append: str, header: str | None = None) -> bool:
+    """Whether the row the seam falls in equals the row before or after it (``header``:
+    a row no data row equals, so a pair of those is no duplicate record)."""
     window = tail[-DUPLICATE_WINDOW:]
     start = window.find("\n") + 1 if len(tail) > len(window) else 0
     text = window[start:] + append[:DUPLICATE_WINDOW]
@@ -242,7 +281,7 @@ def _duplicate_row(tail: str, append: str) -> bool:
     if at is None:
         return False
     near = spans[max(0, at - 1) : at + 2]
-    return any(a.strip() and a == b for a, b in pairwise(near))
+    return any(a.strip() and a == b and a != header for a, b in pairwise(near))
 
 
 #: Characters either side of the seam parsed to compare the rows around it.
@@ -314,11 +353,43 @@ def _field_cut(tail: str, square: str, after: str) -> bool:
     if not after or after[0] in ",\r\n":
         return False  # the re-emitted row ends the value there too
     mode, delims, rows = scan_rows(CsvMode.ROW_START, 0, square)
-    if rows or mode in (CsvMode.QUOTED, CsvMode.FIELD_START, CsvMode.ROW_START):
-        return False  # no value begun (or a quote left open: no row to end)
+    if rows or mode in (CsvMode.QUOTED, CsvMode.ROW_START):
+        return False  # a quote left open: no row to end
+    columns = _columns(tail[-LOOKAHEAD_CHARS:])
+    known = columns.values
+    if mode is CsvMode.FIELD_START:
+        # Ended there, the row's last value is empty, and the re-emitted row that goes on
+        # with a value repeats its whole fields: plausible where the column holds empty
+        # values and those columns repeat from row to row.
+        if delims < len(known) and "" not in known[delims]:
+            return True
+        return _equal_bits(columns, range(delims)) > FIELD_BITS
     value = (_fields(square) or [""])[-1]
-    known = _columns(tail[-LOOKAHEAD_CHARS:]).values
     return bool(value) and (delims >= len(known) or value not in known[delims])
+
+
+def _value_rejoins(tail: str, text: str) -> bool:
+    """Whether the cut row ends in a part of a value (``agr``) its column never held, that
+    ``text`` completes into one it did (``ee,agree``: ``agree``)."""
+    start = max(0, len(tail) - LOOKAHEAD_CHARS)
+    cut = tail[tail.rfind("\n", start) + 1 or start :]
+    mode, delims, rows = scan_rows(CsvMode.ROW_START, 0, cut)
+    if rows or mode is not CsvMode.UNQUOTED:
+        return False
+    value = (_fields(cut) or [""])[-1]
+    rest = _VALUE_BREAK.split(text[:LOOKAHEAD_CHARS], maxsplit=1)[0]
+    known = _columns(tail[-LOOKAHEAD_CHARS:]).values
+    if not (value and rest) or delims >= len(known):
+        return False
+    return value not in known[delims] and value + rest in known[delims]
+
+
+def _equal_bits(columns: _Columns, which: Iterable[int]) -> float:
+    """Bits of surprise of a row holding the same values as the row before in ``which``
+    columns: each costs -log2 of its column's share of equal neighbours (counted with half
+    a pair more, so that little data proves little)."""
+    pairs, same, _ = columns
+    return -sum(math.log2(((same[c] if c < len(same) else 0) + 0.5) / (pairs + 1)) for c in which)
 
 
 def _fields(line: str) -> list[str]:
@@ -330,7 +401,7 @@ def _fields(line: str) -> list[str]:
 
 
 def _fields_again(tail: str, square: str) -> bool:
-    """Whether a square that spans one row break is fields repeating the row before's, in
+    """Whether a square that spans one row end is fields repeating the row before's, in
     columns where this data repeats values from row to row, with few bits of surprise.
 
     Read exactly, ``tail = ... c a \n b`` and then ``a \n b`` again holds the rows
@@ -341,15 +412,17 @@ def _fields_again(tail: str, square: str) -> bool:
     more, so that little data proves little); the cut field is the document's either way.
     """
     cut = len(tail) - len(square)
-    if square.count("\n") != 1 or cut <= 0:
+    if "\n" not in square or cut <= 0:
         return False
-    row_start = tail.rfind("\n", 0, cut) + 1
-    a, b = square.split("\n")
+    # The cut row's start: the line's, unless the square holds quoted line breaks too (then
+    # the cut row may as well: the rows are scanned).
+    single = square.count("\n") == 1
+    row_start = tail.rfind("\n", 0, cut) + 1 if single else _row_start(tail, cut)
     mode, delims, rows = scan_rows(CsvMode.ROW_START, 0, tail[row_start:cut])
-    end_mode, _, ends = scan_rows(mode, delims, a + "\n")
-    if rows or len(ends) != 1 or end_mode is not CsvMode.ROW_START:
-        return False  # a line break inside a quoted field: not one row ending
-    a, b = a.rstrip("\r"), b.rstrip("\r")
+    _, _, ends = scan_rows(mode, delims, square)
+    if rows or len(ends) != 1:
+        return False  # one row ends in the square (other line breaks are quoted values)
+    a, b = square[: ends[0][0] - 1].rstrip("\r"), square[ends[0][0] :].rstrip("\r")
     parsed, b_fields, again = (_fields(line) for line in (tail[row_start:cut] + a, b, b + a))
     if len(again) != len(parsed):
         return False  # ``b a`` is no row like ``c a``: the reading inserts a line break
@@ -369,11 +442,24 @@ def _fields_again(tail: str, square: str) -> bool:
         # held ("moved to Züric" + " cooperative was founded in 2019.", "2019-08" +
         # "2019-12-19").
         return False
-    bits = 0.0
-    for column in columns:
-        share = ((same[column] if column < len(same) else 0) + 0.5) / (pairs + 1)
-        bits -= math.log2(share)
-    return bits <= FIELD_BITS
+    return _equal_bits(_Columns(pairs, same, values), columns) <= FIELD_BITS
+
+
+def _row_start(tail: str, offset: int) -> int:
+    """Where the row holding ``offset`` starts, as the rows of the tail's last
+    ``LOOKAHEAD_CHARS`` read (from its first line break, when it starts mid-document)."""
+    start = max(0, len(tail) - LOOKAHEAD_CHARS)
+    if start:
+        start = tail.find("\n", start) + 1
+    ends = _row_ends(tail[start:])
+    at = bisect_right(ends, offset - start)
+    return start + (ends[at - 1] if at else 0)
+
+
+@lru_cache(maxsize=16)
+def _row_ends(window: str) -> tuple[int, ...]:
+    """Offsets just after each row's line break in ``window``, read from a row's start."""
+    return tuple(end for end, _ in scan_rows(CsvMode.ROW_START, 0, window)[2])
 
 
 def _whole_row(tail: str, square: str, rest: str) -> bool:

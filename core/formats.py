@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from core import csv_stitch, markdown_stitch, text_stitch
 from core.csv_stitch import CsvMode, scan_rows
 from core.extraction import clean_text, strip_wrapper_fence
-from core.json_scan import JsonScanner
+from core.json_scan import Carry, JsonScanner
 from core.json_stitch import merge_json, start_json
 from core.merge import Merge
 from core.models import OutputFormat
@@ -33,6 +33,7 @@ class Stitcher(Protocol):
     def records(self, state: ScanState) -> int: ...
     def complete(self, state: ScanState) -> bool: ...
     def element_start(self, state: ScanState) -> int | None: ...
+    def in_text(self, state: ScanState) -> bool: ...
 
 
 class JsonStitcher:
@@ -58,6 +59,13 @@ class JsonStitcher:
     def element_start(self, state: ScanState) -> int | None:
         frames = state["frames"]
         return int(frames[-1][4]) if frames else None
+
+    def in_text(self, state: ScanState) -> bool:
+        """Whether the cut is inside a string or a key, where white space is content."""
+        scan = JsonScanner.from_dict(state)
+        return scan.carry_kind is Carry.STRING or (
+            scan.carry_kind is Carry.TOKEN and scan.carry.startswith('"')
+        )
 
 
 @dataclass(frozen=True)
@@ -97,6 +105,9 @@ class _ModelStitcher:
 
     def element_start(self, state: ScanState) -> int | None:
         return None
+
+    def in_text(self, state: ScanState) -> bool:
+        return False  # a blank reply in prose or rows is noise (the corpus's rule too)
 
 
 STITCHERS: dict[OutputFormat, Stitcher] = {

@@ -70,10 +70,16 @@ def merge_json(
         return kept, "; ".join(more)
 
     def repair(candidate: str) -> tuple[str, str] | None:
-        fixed = _without_trailing_commas(feed, candidate)
+        quoted, requoted = _SINGLE_QUOTED.subn(r'\1"\2"', candidate)
+        fixed = _without_trailing_commas(feed, quoted)
         if fixed is None or (accepted := accept(fixed)) is None:
             return None
-        return accepted[0], "; ".join(filter(None, ("removed a trailing comma", accepted[1])))
+        notes = (
+            f"wrote {requoted} single-quoted string(s) with double quotes" if requoted else "",
+            "removed a trailing comma" if len(fixed) < len(quoted) else "",
+            accepted[1],
+        )
+        return accepted[0], "; ".join(filter(None, notes))
 
     seam = Seam(
         accept=accept,
@@ -109,6 +115,14 @@ def merge_json(
 #: Trailing commas removed from one reading at most (a slip, not a style).
 MAX_COMMA_FIXES = 8
 _TRAILING_COMMA = re.compile(r",(\s*)\Z")
+#: A single-quoted key or value (a Python or JavaScript slip): after ``[{,:`` or at the
+#: fragment's start, before ``,:]}``, holding no quote, backslash or line break, so that
+#: writing it with double quotes is exact. Inside a real string, such a rewrite leaves a
+#: string followed by no delimiter, which the scan refuses: it cannot pass unnoticed.
+_SINGLE_QUOTED = re.compile(
+    r"(?:(?<=[\[{,:])|^)([ \t\r\n]*)"  # after a bracket, comma or colon (or at the start)
+    r"'([^'\"\\\n]*)'(?=[ \t\r\n]*[,:\]}])"
+)
 
 
 class _Feeds:
@@ -165,9 +179,18 @@ def _scalar_run(tail: str, square: str) -> bool:
 
 
 def _structure(square: str) -> bool:
-    """A square holding object structure (a key, a brace): JSON that cannot follow itself
-    (``"id": "id":``). Arrays of scalars can (``[0, [0, ``: a matrix)."""
-    return any(char in square for char in "{}:") and len(square.strip()) >= 3
+    """A square holding a key: JSON that cannot follow itself (``"id": "id":``). Arrays of
+    scalars can (``[0, [0, ``: a matrix), and so can whole objects of an array, or the
+    braces between them (``{}, {}, ``, ``}, {``): those only their length proves a
+    repeat."""
+    if not (":" in square and len(square.strip()) >= 3):
+        return False
+    return not _WHOLE_OBJECTS.fullmatch(square)
+
+
+#: One or more whole objects with no nesting, each followed by a comma (``{}, `` or
+#: ``{"a": 1}, {"a": 1},``): elements an array of objects may hold twice in a row.
+_WHOLE_OBJECTS = re.compile(r'(?:\s*\{[^{}\[\]]*\}\s*,)+\s*')
 
 
 def _never(square: str) -> bool:

@@ -25,6 +25,7 @@ from core.extraction import clean_text
 from core.leads import Strength
 from core.merge import Merge
 from core.seam import (
+    AMBIGUOUS,
     AMBIGUOUS_END,
     EMPTY,
     Accept,
@@ -285,9 +286,25 @@ def start_markdown(fragment: str) -> tuple[MarkdownScan, Merge]:
     if not append.strip():
         return MarkdownScan(), Merge.failed(EMPTY, *warnings, *reading.warnings)
     closing = reading.append[len(append) :]
-    return scan.model_copy(update={"shared": 0}), _with_doubts(
-        finish(reading, append, warnings), closing, scan
+    merge = _with_doubts(finish(reading, append, warnings), closing, scan)
+    return scan.model_copy(update={"shared": 0}), _code_or_wrapper(merge, append)
+
+
+def _code_or_wrapper(merge: Merge, append: str) -> Merge:
+    """The first reply's merge, doubted when it opens with a bare fence kept as the
+    document's code block before a line too short to tell what follows (``"```\n# "``:
+    a heading in a wrapper, or a comment in code)."""
+    end = append.find("\n", 0, LINE_CAP)
+    line, after = append[:end].strip(), append[end + 1 :]
+    if end < 0 or len(line) < 3 or line != line[0] * len(line) or line[0] not in "`~":
+        return merge  # no bare fence (```python: code, as the format reads it)
+    if "\n" in after or not after.strip():
+        return merge
+    doubt = (
+        f"{AMBIGUOUS}start: a bare fence opens the reply before a cut line: the wrapper's "
+        "fence, or the document's own code block"
     )
+    return replace(merge, warnings=(*merge.warnings, doubt), doubts=(*merge.doubts, doubt))
 
 
 def merge_markdown(

@@ -47,6 +47,7 @@ from core.squares import (
     CONFIRM,
     RECORD_LINES,
     breaks_line,
+    completes_cut_word,
     completes_known_word,
     duplicate_line,
     line_prefix,
@@ -130,6 +131,9 @@ class Seam:
     #: Whether the cut line ``square``, ended where it was cut, would end in a unit (a
     #: word, a CSV value) the document never used, which the re-emission goes on with.
     token_cut: Callable[[str, str, str], bool] = token_cut
+    #: Whether the tail ends in a unit the document never used whole (a word, a CSV
+    #: value) that the text after it completes into one it uses ("pe" + "ople").
+    rejoins: Callable[[str, str], bool] = completes_cut_word
     #: The fragment is known to continue the text exactly (a prefilled reply): no lead,
     #: no repeat, no restart is looked for.
     exact: bool = False
@@ -196,7 +200,9 @@ class _Context:
     notes: list[str] = field(default_factory=list)
 
 
-def _plausible_square(tail: str, square: str, seam: Seam, rest: str = "") -> bool:
+def _plausible_square(
+    tail: str, square: str, seam: Seam, rest: str = "", *, glued: bool = True
+) -> bool:
     return plausible_square(
         tail,
         square,
@@ -204,6 +210,7 @@ def _plausible_square(tail: str, square: str, seam: Seam, rest: str = "") -> boo
         aligned=seam.aligned,
         structural=seam.structural,
         compact=not seam.lines and not seam.in_string,
+        glued=glued,
     )
 
 
@@ -219,7 +226,7 @@ def _candidates(ctx: _Context, lead: Lead, start: int, notes: tuple[str, ...]) -
             line_prefix(ctx.tail, square) and seam.token_cut(ctx.tail, square, body[k:])
         )
         if weak:  # an unsure preamble needs a long repeat, not the cut line's start again
-            prefix = line_prefix(ctx.tail, square) and info < RESTART_MIN
+            prefix = line_prefix(ctx.tail, square.lstrip("\r\n")) and info < RESTART_MIN
             confirmed = confirmed and info >= CONFIRM and not prefix
         out.append(_Candidate(lead, start, start + k, info, True, confirmed, notes))
     normalized = normalized_overlaps(ctx.tail, body, lines=seam.lines, in_string=seam.in_string)
@@ -228,7 +235,11 @@ def _candidates(ctx: _Context, lead: Lead, start: int, notes: tuple[str, ...]) -
             continue  # one character matched modulo white space, within a line, says nothing
         if end == 1 and body[0] == "\n" and ctx.tail.endswith("\r"):
             continue  # the LF of the CRLF the cut split: the text's own, no repeat
-        confirmed = not _plausible_square(ctx.tail, ctx.tail[-size:], seam, body[end:])
+        square = ctx.tail[-size:]
+        confirmed = not _plausible_square(ctx.tail, square, seam, body[end:])
+        if weak:  # as above: blank lines bent before the cut line's start prove no more
+            prefix = line_prefix(ctx.tail, square.lstrip("\r\n")) and info < RESTART_MIN
+            confirmed = confirmed and info >= CONFIRM and not prefix
         out.append(_Candidate(lead, start, start + end, info, False, confirmed, notes))
     return out
 
@@ -255,13 +266,13 @@ def _evaluate(ctx: _Context, cand: _Candidate) -> _Tried | None:
         if dropped:
             closed = True
             warnings.append(f"dropped the wrapper's closing fence: {dropped.strip()!r:.80}")
-            end_doubts.append(f"{AMBIGUOUS_END}{END_BREAK}")
+            end_doubts += _break_doubt(ctx, text)
     if not closed:
         cut = sign_off(text)
         if cut < len(text):
             warnings.append(f"dropped a closing remark: {text[cut:].strip()!r:.80}")
             text = text[:cut]
-            end_doubts.append(f"{AMBIGUOUS_END}{END_BREAK}")
+            end_doubts += _break_doubt(ctx, text)
     accepted = seam.accept(text)
     repaired = accepted is None
     if repaired:
@@ -277,6 +288,17 @@ def _evaluate(ctx: _Context, cand: _Candidate) -> _Tried | None:
     fence = "" if closed else fence
     reading = Reading(splice, append, fence, tuple(warnings), doubts, closed=closed)
     return _Tried(cand, append, reading, repaired)
+
+
+def _break_doubt(ctx: _Context, text: str) -> list[str]:
+    """The end doubt of a fragment whose closing text was dropped, unless the line break
+    it leaves cannot change the document: JSON outside a string, after a token that a
+    break cannot split (white space between tokens is no part of the document)."""
+    if not ctx.seam.lines and not ctx.seam.in_string:
+        last = (text.rstrip("\r\n") or ctx.tail)[-1:]
+        if not (last.isalnum() or last in ".-+"):
+            return []
+    return [f"{AMBIGUOUS_END}{END_BREAK}"]
 
 
 def _verbatim_first(cands: list[_Candidate]) -> list[_Candidate]:
@@ -350,11 +372,27 @@ def _plausible(ctx: _Context, best: _Tried, rival: _Tried) -> bool:
                 # word the document uses): kept, they would break a line in the middle.
                 return False
             return run != 2  # a paragraph break is there already, unless blank lines go on
+        if b.lead.end < r.lead.end and b.confirmed and b.end >= r.end:
+            # What the rival drops, lead and repeat, is the start of one longer repeat the
+            # best proved (a restart that re-sends the header): it reads less of it as one.
+            square = ctx.fragment[r.end : b.end]
+            rest = ctx.fragment[b.end :]
+            return visible(square) < CONFIRM or _plausible_square(ctx.tail, square, ctx.seam, rest)
         if b.lead.end > r.lead.end:  # the best drops lines the rival keeps as content
-            return b.lead.strength < Strength.STRONG and not b.confirmed
+            # An unsure lead: plausible content, unless the best proved a repeat after it
+            # and the rival, keeping it, proves none (then the lines are no repeat).
+            proved = r.confirmed and r.info >= CONFIRM
+            return b.lead.strength < Strength.STRONG and (not b.confirmed or proved)
         # The rival drops lines the best keeps: prose or content, unless the best proved
         # them a repeat of the received text (then they are no preamble).
         return r.lead.strength is Strength.STRONG or not b.confirmed
+    after = ctx.fragment[r.end :]
+    restored = rival.repaired and not best.repaired and breaks_line(rival.append, after)
+    if restored and ctx.seam.rejoins(ctx.tail, after):
+        # The repair ends the cut line where it was cut, in a unit the document never used,
+        # that the text after the break completes into one it uses ("agree,agr" +
+        # "ee,agree"): the text goes on with the cut line, it starts no new one.
+        return False
     if b.start != r.start:
         return not b.confirmed
     low, high = sorted((b.end, r.end))
@@ -365,11 +403,14 @@ def _plausible(ctx: _Context, best: _Tried, rival: _Tried) -> bool:
         # unless the first would end in a word the document does not know.
         return shorter is best or not ctx.seam.token_cut(ctx.tail, square, ctx.fragment[high:])
     few_lines = square.strip("\r\n").count("\n") < RECORD_LINES
-    if ctx.seam.lines and few_lines and ctx.seam.duplicates(ctx.tail, shorter.append):
+    # All that was received again is a restart, no record the document holds twice.
+    record = ctx.seam.lines and few_lines and len(square) < ctx.total
+    if record and ctx.seam.duplicates(ctx.tail, shorter.append):
         # The shorter reading repeats a line or row, as lists and tables do (a longer
         # block again is weighed whole, as a square).
         return True
-    if _plausible_square(ctx.tail, square, ctx.seam, ctx.fragment[high:]):
+    broken = breaks_line(shorter.append, ctx.fragment[low:])
+    if _plausible_square(ctx.tail, square, ctx.seam, ctx.fragment[high:], glued=not broken):
         return True
     return not (b.exact and r.exact) and not (b.confirmed and visible(square) >= CONFIRM)
 
@@ -397,7 +438,11 @@ def plan_seam(
     leads = _read_on(
         tail,
         fragment,
-        leads=lead_candidates(fragment, prose=seam.prose, fence_strength=seam.fence_strength),
+        leads=_glued_fence(
+            tail,
+            fragment,
+            lead_candidates(fragment, prose=seam.prose, fence_strength=seam.fence_strength),
+        ),
     )
     for lead in (NO_LEAD, *leads) if not seam.exact else ():
         body = fragment[lead.end :]
@@ -478,15 +523,36 @@ def _read_on(tail: str, fragment: str, *, leads: list[Lead]) -> list[Lead]:
     """Leads, made unsure where the first line reads on from the cut line: a space after
     the cut text and no closing punctuation (" Continuing" then "the work of ...") may be
     the sentence's own words, wrapped. Chat by its words, content by its place: a fence
-    after it still makes it a wrapper."""
-    if not tail or tail[-1].isspace() or fragment[:1] not in (" ", "\t"):
+    after it still makes it a wrapper. The space may end the cut text instead ("was
+    overpriced. " then "Continuing\nthe work of ...")."""
+    spaced = fragment[:1] in (" ", "\t") and tail[-1:].strip() != ""
+    cut_spaced = tail[-1:] in (" ", "\t") and tail[-2:-1].strip() != "" and fragment[:1].isalnum()
+    if not (spaced or cut_spaced):
         return leads
-    first = fragment.split("\n", 1)[0].rstrip()
+    first, _, after = fragment.partition("\n")
+    first = first.rstrip()
     if first.endswith((":", "!", ".", "?", ")")):
         return leads
+    if not spaced and (any(c in first for c in ".!?") or not after[:1].islower()):
+        return leads  # after the cut's space: a phrase going on in lower case, no chat
     return [
         replace(lead, strength=Strength.WEAK)
         if lead.strength is Strength.STRONG and not lead.fence
+        else lead
+        for lead in leads
+    ]
+
+
+def _glued_fence(tail: str, fragment: str, leads: list[Lead]) -> list[Lead]:
+    """Leads, made sure where they end in a fence the format may hold (Markdown: the
+    document's own code block) but that sits inside a word: the tail ends in a word the
+    document never used whole and the text after the fence completes it into one it uses
+    ("bookkeeper arr" + "```" + "ived"). Kept, the fence would split that word."""
+    return [
+        replace(lead, strength=Strength.STRONG)
+        if lead.fence
+        and lead.strength is Strength.WEAK
+        and completes_cut_word(tail, fragment[lead.end : lead.end + MAX_WORD])
         else lead
         for lead in leads
     ]

@@ -32,6 +32,10 @@ _MARKS = "\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
 _WORDS = re.compile(rf"[^\W_](?:[^\W_]|[{_MARKS}])*")
 _MARK = re.compile(rf"[{_MARKS}]")
 _SENTENCE_START = re.compile(r"[.!?] +[A-Z]")
+#: A list or quote marker before a line's content, up to this long.
+MARKER_CHARS = 16
+_SENTENCE_END = re.compile(r"[.!?] ")
+_MARKER = re.compile(r"[ \t]*(?:[-*+>]|\d{1,9}[.)])[ \t]+")
 #: A recombination of known records or values is a plausible coincidence up to this many
 #: bits of surprise (one in 65,536).
 SURPRISE_BITS = 16
@@ -59,7 +63,15 @@ def whole_lines(tail: str, square: str, rest: str) -> bool:
     """
     if len(square) >= len(tail):
         return False  # the whole document again is a restart, not a repeated record
-    starts = tail[-len(square) - 1] == "\n" or square[0] == "\n"
+    cut = len(tail) - len(square)
+    nl = tail.rfind("\n", max(0, cut - MARKER_CHARS), cut)
+    # A line's start, or its content after a list or quote marker ("4. Note: ..." holds
+    # "Note: ..." as its record: the next line may be that text again).
+    marker = tail[nl + 1 : cut]
+    starts = square[0] == "\n" or (nl >= 0 and (not marker or bool(_MARKER.fullmatch(marker))))
+    # Or the last sentences of the line, read as a line of their own after it.
+    sentences = square.endswith("\n") and _SENTENCE_END.fullmatch(tail, max(0, cut - 2), cut)
+    starts = starts or bool(sentences)
     ends = square.endswith("\n") or rest.startswith(("\n", "\r\n"))
     record = square.strip("\r\n")
     if starts and ends and record.count("\n") < RECORD_LINES:
@@ -150,6 +162,16 @@ def completes_known_word(tail: str, text: str) -> bool:
     return _known_word(last.group() + start, window)
 
 
+def completes_cut_word(tail: str, text: str) -> bool:
+    """Whether the tail ends in a word the document never used whole and ``text`` goes on
+    with it, making one the document uses ("pe" + "ople." is "people")."""
+    last = _LAST_WORD.search(tail)
+    if last is None:
+        return False
+    window = tail[-PERIODIC_WINDOW : last.start()]
+    return not _known_word(last.group(), window) and completes_known_word(tail, text)
+
+
 def _glues_unknown(tail: str, square: str, rest: str) -> bool:
     """Whether reading a letter or two again as text glues a word the document does not
     use where reading them as a repeat makes one it does (``Note: t`` + ``e: the``: "te:"
@@ -165,17 +187,26 @@ def _glues_unknown(tail: str, square: str, rest: str) -> bool:
     return _known_word(once, window) and not _known_word(again, window)
 
 
+def _doubles_cut_word(tail: str, square: str, rest: str) -> bool:
+    """Whether reading the square again as text runs the cut word on into its own start,
+    three letters or more ("lin" + "line two": "linline"), a word the document never
+    wrote, where reading it as a repeat makes one it uses ("line"). Words seldom say a
+    syllable twice; one or two letters may double ("to" + "o small": "too")."""
+    return len(_first_word(square)) >= 3 and _glues_unknown(tail, square, rest)
+
+
 def duplicate_line(tail: str, append: str) -> bool:
     """Whether ``tail + append`` holds two equal non-blank lines next to each other at the
-    seam (the line the cut is in, and the one before or after it), lines a document may
-    repeat: short ones, or ones it used before."""
+    seam (the line the cut is in, and the one before or after it, blank lines between
+    them aside: a paragraph again), lines a document may repeat: short ones, or ones it
+    used before."""
     before = tail[-4 * 1024 :].split("\n")
     after = append[: 4 * 1024].split("\n")
     cut_line = before[-1] + after[0]
-    lines = [*before[-3:-1], cut_line, *after[1:3]]
-    at = len(before[-3:-1])
-    neighbours = lines[max(0, at - 1) : at + 2]
-    earlier = "\n".join(before[:-3])  # the lines before the ones compared
+    previous = [line for line in before[-4:-1] if line.strip()][-1:]
+    following = [line for line in after[1:4] if line.strip()][:1]
+    neighbours = [*previous, cut_line, *following]
+    earlier = "\n".join(before[:-4])  # the lines before the ones compared
     return any(
         a.strip()
         and a.rstrip("\r") == b.rstrip("\r")
@@ -192,6 +223,7 @@ def plausible_square(
     aligned: Aligned = whole_lines,
     structural: Callable[[str], bool] = no_structure,
     compact: bool = False,
+    glued: bool = True,
 ) -> bool:
     """Could the document itself hold ``square`` twice in a row, the second at the cut?
 
@@ -200,16 +232,19 @@ def plausible_square(
     the square, or the fragment after it, repeats it), when the
     square is whole records a document may repeat, or when it is short; implausible for a
     word or number repeated from its start ("the bicy" + "bicycle") or 8+ visible
-    characters.
+    characters. ``glued`` False: the reading weighed puts a line break between the two
+    copies, so the cut word does not run on into the second.
     """
     if not square:
         return False
     if periodic(tail, square) or continues_with(rest, square):
         return True
+    if recurring(tail, square) and not (glued and _doubles_cut_word(tail, square, rest)):
+        return True  # the document keeps using this text, so it may come again
     if compact:  # JSON: white space is no part of the period
         unit = "".join(square.split())
         window = "".join(tail[-PERIODIC_WINDOW:].split())
-        if unit and periodic(window, unit):
+        if unit and (periodic(window, unit) or recurring(window, unit)):
             return True
     if aligned(tail, square, rest):
         return True
@@ -234,18 +269,25 @@ def plausible_square(
 
 
 def periodic(tail: str, square: str) -> bool:
-    """Whether the tail already repeats ``square``'s period just before it (zeros, rows)."""
+    """Whether the tail already repeats ``square``'s period just before it (zeros, rows),
+    or doubles it elsewhere: the document has written this text twice in a row."""
     if not tail.endswith(square):
         return False
     before = tail[: len(tail) - len(square)]
     if before.endswith(square):
         return True
-    if len(square) <= PERIODIC_SEARCH:
-        window = tail[-PERIODIC_WINDOW:]
-        if square + square in window or window.count(square) >= 3:
-            return True  # the document doubles this text, or keeps using it: it may again
+    if len(square) <= PERIODIC_SEARCH and square + square in tail[-PERIODIC_WINDOW:]:
+        return True  # the document doubles this text: it may again
     period = period_of(square)
     return period < len(square) and before.endswith(square[:period])
+
+
+def recurring(tail: str, square: str) -> bool:
+    """Whether the document keeps using ``square`` (three times or more, the cut's own
+    included), so that it may come round again right after itself."""
+    if len(square) > PERIODIC_SEARCH or not tail.endswith(square):
+        return False
+    return tail[-PERIODIC_WINDOW:].count(square) >= 3
 
 
 def continues_with(rest: str, square: str) -> bool:
@@ -255,7 +297,13 @@ def continues_with(rest: str, square: str) -> bool:
     unit = "".join(square[len(square) - period :].split())
     if len(unit) < 2:
         return False
-    return "".join(rest[: 2 * period + 64].split()).startswith(unit)
+    after = "".join(rest[: 2 * period + 64].split())
+    if after.startswith(unit):
+        return True
+    # The fragment ends within the next period, half of it at least ("It g" + "rew. It g"
+    # + "rew."): as far as it goes, the text goes on periodic.
+    short = len(rest) < 2 * period + 64 and 2 * len(after) >= len(unit)
+    return short and len(after) >= 2 and unit.startswith(after)
 
 
 def period_of(text: str) -> int:

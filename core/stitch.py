@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from core.formats import STITCHERS, ScanState, detect
 from core.models import OutputFormat
 from core.progress import split_marker
-from core.seam import AMBIGUOUS_END
+from core.seam import AMBIGUOUS, AMBIGUOUS_END
 from core.state import HEAD_CHARS, TAIL_CHARS
 
 
@@ -54,6 +54,10 @@ def stitch(fragments: list[str], fmt: str) -> StitchResult:
         fragment, _ = split_marker(raw)
         if scan is not None and not fragment.strip():
             warnings.append(f"fragment {index + 1}: skipped a blank reply")
+            if STITCHERS[chosen].in_text(scan):
+                # Inside a JSON string the blank may be the text's own ("50" + " " + "0m").
+                doubt = f"{AMBIGUOUS}seam: a blank reply inside a string"
+                doubts.append(f"fragment {index + 1}: {doubt}")
             continue
         if chosen is OutputFormat.AUTO:
             chosen, doubt = detect(fragment)
