@@ -106,6 +106,8 @@ def _print_job(view: dict[str, Any]) -> None:
             print(f"  {label.replace('_', ' ')}: {view[label]}")
     if view["batch"]:
         print(f"  batch: {view['batch']}")
+    if view.get("callback"):  # pending, delivered, retrying: ..., refused: ..., undeliverable: ...
+        print(f"  callback: {view['callback']}")
     times = f"  created {_when(view['created_at'])}, updated {_when(view['updated_at'])}"
     if view["expires_at"] is not None:
         times += f", expires {_when(view['expires_at'])}"

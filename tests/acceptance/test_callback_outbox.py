@@ -155,6 +155,15 @@ def test_an_undeliverable_callback_shows_in_the_job_status(
         check=False,
     )
     assert json.loads(shown.stdout)["callback"] == expected, shown.stderr
+    human = subprocess.run(
+        [*CONTINUUM, "status", "lost"],
+        env=c.env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert f"  callback: {expected}\n" in human.stdout, human.stdout + human.stderr
     assert len(receiver.got) == MAX_ATTEMPTS
     assert len({headers["idempotency-key"] for headers, _ in receiver.got}) == 1
     assert all("x-continuum-signature" not in headers for headers, _ in receiver.got)  # no secret
