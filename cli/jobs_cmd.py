@@ -170,7 +170,7 @@ def run_result(args: argparse.Namespace) -> int:
                 if status in {JobStatus.QUEUED, JobStatus.RUNNING}:
                     detail = f" (iteration {record.iteration}); its result is not ready"
                 return _fail("result", f"job {args.id} is {status.value}{detail}")
-            _write(parts, args.output)  # a part at a time: the result is never whole here
+            write_parts(parts, args.output)  # a part at a time: never whole here
     except (NoRedis, OutputChanged) as exc:
         return _fail("result", str(exc))
     if status is JobStatus.PARTIAL:
@@ -180,7 +180,8 @@ def run_result(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write(parts: Iterator[str], output: str | None) -> None:
+def write_parts(parts: Iterator[str], output: str | None) -> None:
+    """Write a result's parts to ``output`` (a path) or stdout, one at a time."""
     if output:
         with open(output, "w", encoding="utf-8") as fh:
             for part in parts:

@@ -159,20 +159,22 @@ def _wait(args: argparse.Namespace, store: Any, job_id: str) -> int:
 
 
 def write_result(store: Any, record: Any, output: Path | None) -> int:
-    """Write an ended job's result as ``continuum result`` does; its exit code."""
-    from workers.store import JobStatus  # noqa: PLC0415
+    """Write an ended job's result as ``continuum result`` does (a part at a time: the
+    result is never whole in memory); its exit code."""
+    from cli.jobs_cmd import write_parts  # noqa: PLC0415
+    from workers.store import JobStatus, OutputChanged  # noqa: PLC0415
 
-    text = store.final_output(record)
+    parts = store.iter_result(record)
     status = record.status
     reason = record.error or (record.result or {}).get("reason") or ""
-    if text is None or status not in {JobStatus.SUCCEEDED, JobStatus.PARTIAL}:
+    if parts is None or status not in {JobStatus.SUCCEEDED, JobStatus.PARTIAL}:
         _say(f"job {record.job_id} {status.value}{f': {reason}' if reason else ''}")
         return 1
-    if output is not None:
-        output.write_text(text, encoding="utf-8")
-    else:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+    try:
+        write_parts(parts, None if output is None else str(output))
+    except OutputChanged as exc:  # expired or rewritten while it was read
+        _say(str(exc))
+        return 1
     if status is JobStatus.PARTIAL:
         _say(f"job {record.job_id} is partial: {reason}")
         return 3
