@@ -192,19 +192,22 @@ def test_a_batch_expires_with_the_last_of_its_jobs(redis_client: Redis, redis_pr
         assert HOUR * 1000 < ttl <= 2 * HOUR * 1000
 
 
-def test_a_batch_outlives_a_job_that_ends_after_it_expired(
+def test_a_batch_still_being_submitted_does_not_expire(
     redis_client: Redis, redis_prefix: str
 ) -> None:
-    """A job added to a batch whose other jobs had all ended (a batch still being
-    submitted) extends the batch's expiry when it ends, never shortens it."""
+    """A job that ends while its batch is still being submitted (an invalid spec fails at
+    once) is not the last of the batch: the batch gets no expiry until every job of its
+    declared size has ended, and then the latest of theirs."""
     store = store_for(redis_client, redis_prefix)
     store.create_batch("b", 2)
     started(store, "b.0", batch="b")
     commit(store, "b.0", 1, JobStatus.SUCCEEDED, retention_s=60)
-    assert 0 < batch_ttls(store, "b")[0] <= 60_000
+    assert batch_ttls(store, "b") == (-1, -1)
+    status = store.batch_status("b")
+    assert status is not None and status.expires_at is None
     started(store, "b.1", batch="b")
     commit(store, "b.1", 1, JobStatus.SUCCEEDED)
-    assert all(ttl > 60_000 for ttl in batch_ttls(store, "b"))
+    assert all(60_000 < ttl <= HOUR * 1000 for ttl in batch_ttls(store, "b"))
 
 
 def test_a_batch_with_a_job_kept_forever_is_kept(redis_client: Redis, redis_prefix: str) -> None:

@@ -50,8 +50,11 @@ local function retain(k, a)
   if meta == nil or redis.call('EXISTS', meta) == 0 then
     return
   end
-  local size = redis.call('SCARD', set)
-  if size == 0 then
+  -- The batch's declared size, not its set's: jobs join the set one by one while the
+  -- batch is submitted, and one that ends at once (an invalid spec) must not find itself
+  -- the last of a batch still being filled.
+  local size = tonumber(redis.call('HGET', meta, 'size') or '0')
+  if size == nil or size == 0 then
     return
   end
   -- The batch lives as long as the last of its jobs. Its meta keeps the latest expiry
