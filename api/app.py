@@ -329,9 +329,9 @@ def _routes(svc: Service, auth: BearerAuth | None) -> APIRouter:
             raise ApiError(
                 409, f"job {job_id} has no result", code="failed", job_status=status.value
             )
-        size = svc.store.output_size(job_id)
+        size, gen = svc.store.output_version(job_id)
         svc.record(job_id)  # 404 if it expired meanwhile (an ended job changes no more)
-        shown = Shown(job_id, size, int(result["prefix"]), str(result["suffix"]))
+        shown = Shown(job_id, size, int(result["prefix"]), str(result["suffix"]), gen)
         view = job_view(record, metadata=True)
         body = {
             "job_id": job_id,

@@ -42,6 +42,7 @@ class Snapshot:
     record: JobRecord
     size: int  # the output's length in bytes as of the record's iteration
     state: JobState | None  # None: the job was kept only to say its spec is invalid
+    gen: str = ""  # the output's generation then: a stream refuses any other
 
     @property
     def format(self) -> OutputFormat | None:
@@ -57,6 +58,7 @@ class Shown:
     size: int
     chars: int | None
     suffix: str = ""
+    gen: str = ""  # the output's generation the size and suffix belong to
 
 
 def snapshot(store: JobStore, job_id: str) -> Snapshot | None:
@@ -64,31 +66,32 @@ def snapshot(store: JobStore, job_id: str) -> Snapshot | None:
     record = store.load(job_id)
     if record is None:
         return None
-    size = store.output_size(job_id)
+    size, gen = store.output_version(job_id)
     for _ in range(READS):
         again = store.load(job_id)
         if again is None:
             return None
         if again.iteration == record.iteration:
             break
-        record, size = again, store.output_size(job_id)
+        record = again
+        size, gen = store.output_version(job_id)
     try:
         state: JobState | None = JobState.model_validate_json(record.state)
     except ValidationError:
         state = None
-    return Snapshot(record, size, state)
+    return Snapshot(record, size, state, gen)
 
 
 def committed(snap: Snapshot) -> Shown | None:
     """The accumulated text exactly as committed; None when there is none yet."""
-    return Shown(snap.record.job_id, snap.size, None) if snap.size else None
+    return Shown(snap.record.job_id, snap.size, None, gen=snap.gen) if snap.size else None
 
 
 def present(snap: Snapshot) -> Shown | None:
     """The output so far as a result would show it; None when there is nothing yet."""
     job_id, result = snap.record.job_id, snap.record.result
     if result is not None and "prefix" in result:  # the job ended with a result
-        return Shown(job_id, snap.size, int(result["prefix"]), str(result["suffix"]))
+        return Shown(job_id, snap.size, int(result["prefix"]), str(result["suffix"]), snap.gen)
     state = snap.state
     if state is None or state.scan is None or state.format is OutputFormat.AUTO:
         return None
@@ -98,12 +101,12 @@ def present(snap: Snapshot) -> Shown | None:
     prefix, suffix = closed
     if not (prefix and snap.size) and not suffix:
         return None
-    return Shown(job_id, snap.size, prefix, suffix)
+    return Shown(job_id, snap.size, prefix, suffix, snap.gen)
 
 
 def stream(store: JobStore, shown: Shown) -> Iterator[str]:
     """The text ``shown`` describes, a part at a time."""
-    yield from store.iter_text(shown.job_id, stop=shown.size, chars=shown.chars)
+    yield from store.iter_text(shown.job_id, stop=shown.size, chars=shown.chars, gen=shown.gen)
     if shown.suffix:
         yield shown.suffix
 

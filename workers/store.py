@@ -244,7 +244,14 @@ class JobStore:
 
     def output_size(self, job_id: str) -> int:
         """The output's length in bytes (UTF-8); 0 when there is no such job."""
-        return int(self._read(job_id, 0, 0, 0, "")[2])
+        return self.output_version(job_id)[0]
+
+    def output_version(self, job_id: str) -> tuple[int, str]:
+        """The output's length in bytes and its generation (``output_gen``, bumped by each
+        replacement), read at once: give the generation to ``iter_output`` so that a read
+        refuses an output replaced since."""
+        found = self._read(job_id, 0, 0, 0, "")
+        return int(found[2]), _s(found[1])
 
     def _read(self, job_id: str, chunk: int, offset: int, most: int, gen: str) -> list[Any]:
         k = self.keys
@@ -253,13 +260,16 @@ class JobStore:
         )
         return list(found)
 
-    def iter_output(self, job_id: str, start: int = 0, stop: int | None = None) -> Iterator[bytes]:
+    def iter_output(
+        self, job_id: str, start: int = 0, stop: int | None = None, gen: str = ""
+    ) -> Iterator[bytes]:
         """The output's bytes ``start`` to ``stop`` (the end when None), read from Redis a
         part at a time (``READ_BYTES``), each part once. Commits that append meanwhile are
         read too when ``stop`` is None; a replacement or an expiry meanwhile raises
         ``OutputChanged``, as does an output that ends before ``stop`` (or no such job,
-        with a ``stop``). No such job and no ``stop``: no bytes."""
-        chunk, offset, gen, read = 0, start, "", 0
+        with a ``stop``). No such job and no ``stop``: no bytes. ``gen``: the generation
+        the caller saw (``output_version``); a read of any other raises ``OutputChanged``."""
+        chunk, offset, read = 0, start, 0
         while stop is None or start + read < stop:
             most = READ_BYTES if stop is None else min(READ_BYTES, stop - start - read)
             code, now, _, chunk, offset, data = self._read(job_id, chunk, offset, most, gen)
@@ -276,7 +286,7 @@ class JobStore:
             yield bytes(data)
 
     def iter_text(
-        self, job_id: str, *, stop: int | None = None, chars: int | None = None
+        self, job_id: str, *, stop: int | None = None, chars: int | None = None, gen: str = ""
     ) -> Iterator[str]:
         """The output as text, a part at a time (``iter_output`` up to byte ``stop``),
         never cutting a character; at most ``chars`` characters when given."""
@@ -284,7 +294,7 @@ class JobStore:
             return
         decoder = codecs.getincrementaldecoder("utf-8")()
         left = chars
-        for data in self.iter_output(job_id, stop=stop):
+        for data in self.iter_output(job_id, stop=stop, gen=gen):
             text = decoder.decode(data)
             if left is not None:
                 if len(text) >= left:

@@ -210,3 +210,25 @@ def test_a_callback_leaves_out_a_result_over_its_cap(
     body = callbacks.payload(store, large, "ev")
     assert body["result"] is None and body["event_id"] == "ev"
     assert body["result_omitted"] == {"bytes": 102, "path": "/v1/jobs/large/result"}
+
+
+def test_a_stream_refuses_an_output_replaced_after_its_snapshot(
+    redis_client: Redis, redis_prefix: str
+) -> None:
+    """What /output shows (a size and a suffix) belongs to one generation of the output: a
+    replacement between the snapshot and the first read is refused, never served as a mix
+    of the old length and the new text."""
+    from api.output import committed, snapshot, stream  # noqa: PLC0415
+
+    store = JobStore(redis_client, prefix=redis_prefix)
+    started(store, "snap")
+    commit(store, "snap", 0, "a" * 100)
+    snap = snapshot(store, "snap")
+    assert snap is not None and snap.size == 100
+    shown = committed(snap)
+    assert shown is not None
+    commit(store, "snap", 1, "b" * 100, replace=True)  # a repair rewrites the output
+    with pytest.raises(OutputChanged):
+        "".join(stream(store, shown))
+    fresh = committed(snapshot(store, "snap") or snap)
+    assert fresh is not None and "".join(stream(store, fresh)) == "b" * 100
