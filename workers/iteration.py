@@ -362,7 +362,7 @@ def _call(
         with rt.leases.hold(job_id, token):
             step = decide(rt, job_id, state, _sleeper(record.deferrals))
     except Deferred as deferred:
-        store.redis.hincrby(store.keys.job(job_id), f"deferrals:{iteration}", 1)
+        store.count_deferral(job_id, iteration)
         return _defer(
             rt, state, base, token, wait=deferred.delay, reason="provider retry", enqueue=enqueue
         )

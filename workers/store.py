@@ -178,6 +178,7 @@ class JobStore:
         self._cancel = redis.register_script(_script("cancel"))
         self._fail = redis.register_script(_script("fail"))
         self._attempt = redis.register_script(_script("attempt"))
+        self._touch = redis.register_script(_script("touch"))
 
     def _retain(
         self, job_id: str, now: float, retention_s: float | None, *, batch: bool = True
@@ -507,18 +508,19 @@ class JobStore:
     def refund_attempt(self, job_id: str) -> None:
         """Give back the charge of the current iteration's attempt that ended cleanly
         without a commit (a deferral)."""
-        self.redis.hincrby(self.keys.job(job_id), "attempts", -1)
+        self._touch(keys=[self.keys.job(job_id)], args=["incr", "attempts", -1])
+
+    def count_deferral(self, job_id: str, iteration: int) -> None:
+        """Count a deferral of ``iteration`` (a provider retry sent again later)."""
+        self._touch(keys=[self.keys.job(job_id)], args=["incr", f"deferrals:{iteration}", 1])
 
     def record_crash(self, job_id: str, iteration: int, error: str, step: str | None) -> None:
         """Note the exception an attempt at ``iteration`` raised and, when it had paid for
         a reply it could not commit, keep that step for the next attempt."""
-        key = self.keys.job(job_id)
-        if step is None:
-            self.redis.hset(key, "attempt_error", error)
-        else:
-            self.redis.hset(
-                key, mapping={"attempt_error": error, "kept_step": f"{iteration}:{step}"}
-            )
+        fields = ["attempt_error", error]
+        if step is not None:
+            fields += ["kept_step", f"{iteration}:{step}"]
+        self._touch(keys=[self.keys.job(job_id)], args=["set", *fields])
 
     def attempt_error(self, job_id: str) -> str | None:
         return _text(self.redis.hget(self.keys.job(job_id), "attempt_error"))

@@ -265,3 +265,24 @@ def test_a_callback_outcome_never_recreates_an_expired_job(
     time.sleep(0.6)
     callbacks.mark(store, "cb", "delivered")
     assert job_keys_in_redis(store, "cb") == {}
+
+
+def test_a_worker_writing_to_an_expired_job_recreates_nothing(
+    redis_client: Redis, redis_prefix: str
+) -> None:
+    """A worker still busy with an iteration when its job expired (cancelled mid-call,
+    a short retention) writes its attempt's notes nowhere."""
+    store = store_for(redis_client, redis_prefix, retention_s=0.3)
+    started(store, "late")
+    store.refund_attempt("late")
+    store.count_deferral("late", 1)
+    store.record_crash("late", 1, "ResponseError: boom", step="{}")
+    assert store.attempt_error("late") == "ResponseError: boom"
+    store.release_lease("late", "another worker")
+    store.cancel("late")
+    time.sleep(0.6)
+    store.refund_attempt("late")
+    store.count_deferral("late", 1)
+    store.record_crash("late", 1, "ResponseError: boom", step="{}")
+    assert job_keys_in_redis(store, "late") == {}
+    assert store.create("late", "{}", "{}", deadline=time.time() + 60)  # the id is free
