@@ -8,7 +8,7 @@ counts the calls it is paid for."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -138,6 +138,14 @@ MAXMEMORY = 32 * 1024 * 1024
 OOM_WINDOW_S = 4.0
 
 
+@pytest.fixture
+def small_redis(tmp_path: Path) -> Iterator[str]:
+    """A private Redis of ``MAXMEMORY`` that refuses writes when full (noeviction)."""
+    config = {"maxmemory": str(MAXMEMORY), "maxmemory-policy": "noeviction"}
+    with EmbeddedRedis(tmp_path / "small-redis", config=config) as server:
+        yield server.url
+
+
 def fill(client: Redis, key: str, chunk: int = 256 * 1024) -> None:
     """Append to ``key`` until Redis is past ``maxmemory`` (a query counts while Redis
     reads it, so one huge SET would be refused instead)."""
@@ -150,96 +158,82 @@ def fill(client: Redis, key: str, chunk: int = 256 * 1024) -> None:
 
 
 def test_redis_at_maxmemory_stops_the_paid_calls_and_the_worker_goes_on(
-    cluster: Callable[..., Cluster], meter: tuple[str, Meter], tmp_path: Path
+    cluster: Callable[..., Cluster], meter: tuple[str, Meter], small_redis: str
 ) -> None:
     """A private Redis with ``maxmemory`` and ``noeviction`` is filled past its limit while
     a model call is in flight: the reply cannot be committed (nor kept), and no iteration
     calls the model while Redis refuses writes. Once there is room again the job resumes
     and succeeds with the fault-free output (that one reply bought twice, at most), and
     the same single worker serves the next job."""
-    server = EmbeddedRedis(
-        tmp_path / "small-redis",
-        config={"maxmemory": str(MAXMEMORY), "maxmemory-policy": "noeviction"},
-    ).start()
-    try:
-        url, m = meter
-        c = cluster(url, url=server.url)
-        c.beat()
-        worker = c.worker(concurrency=1)
-        store = c.store()
-        first = spec("filled", 30_000)
-        submit(c, first)
-        lease = store.keys.lease("filled")
-        wait_for(
-            "a model call in flight after two commits",
-            lambda: iteration_of(c, "filled") >= 2 and bool(store.redis.exists(lease)),
-            c,
-        )
-        filler = f"{c.prefix}filler"
-        fill(store.redis, filler)
-        with pytest.raises(OutOfMemoryError):
-            store.redis.set(f"{c.prefix}probe", "x")
-        at_fill = m.calls
-        time.sleep(OOM_WINDOW_S)
-        assert m.calls - at_fill == 0, "a model call while Redis refused every write"
-        during = store.load("filled")
-        assert during is not None and during.status.value == "running"
+    url, m = meter
+    c = cluster(url, url=small_redis)
+    c.beat()
+    worker = c.worker(concurrency=1)
+    store = c.store()
+    first = spec("filled", 30_000)
+    submit(c, first)
+    lease = store.keys.lease("filled")
+    wait_for(
+        "a model call in flight after two commits",
+        lambda: iteration_of(c, "filled") >= 2 and bool(store.redis.exists(lease)),
+        c,
+    )
+    filler = f"{c.prefix}filler"
+    fill(store.redis, filler)
+    with pytest.raises(OutOfMemoryError):
+        store.redis.set(f"{c.prefix}probe", "x")
+    at_fill = m.calls
+    time.sleep(OOM_WINDOW_S)
+    assert m.calls - at_fill == 0, "a model call while Redis refused every write"
+    during = store.load("filled")
+    assert during is not None and during.status.value == "running"
 
-        store.redis.delete(filler)  # an operator makes room (DEL works at maxmemory)
-        record = c.wait_ended(["filled"], timeout=60)["filled"]
-        assert record.status.value == "succeeded", (record, c.logs())
-        assert store.final_output(record) == fault_free(first)
-        assert store.commits("filled") == dict.fromkeys(range(record.iteration), 1)
-        assert m.calls == record.iteration, "a reply was bought twice"
+    store.redis.delete(filler)  # an operator makes room (DEL works at maxmemory)
+    record = c.wait_ended(["filled"], timeout=60)["filled"]
+    assert record.status.value == "succeeded", (record, c.logs())
+    assert store.final_output(record) == fault_free(first)
+    assert store.commits("filled") == dict.fromkeys(range(record.iteration), 1)
+    assert m.calls == record.iteration, "a reply was bought twice"
 
-        before = m.calls
-        second = spec("after", 6000)
-        submit(c, second)
-        after = c.wait_ended(["after"], timeout=30)["after"]
-        assert after.status.value == "succeeded" and worker.poll() is None
-        assert store.final_output(after) == fault_free(second)
-        assert m.calls - before == after.iteration
-    finally:
-        server.stop()
+    before = m.calls
+    second = spec("after", 6000)
+    submit(c, second)
+    after = c.wait_ended(["after"], timeout=30)["after"]
+    assert after.status.value == "succeeded" and worker.poll() is None
+    assert store.final_output(after) == fault_free(second)
+    assert m.calls - before == after.iteration
 
 
 def test_a_task_that_ends_while_redis_is_full_does_not_stop_its_worker(
-    cluster: Callable[..., Cluster], meter: tuple[str, Meter], tmp_path: Path
+    cluster: Callable[..., Cluster], meter: tuple[str, Meter], small_redis: str
 ) -> None:
     """With a short ``max_countdown_s`` the iteration gives up waiting for room and its task
     ends while Redis is still full: the ack (a ZREM and an HDEL, which Redis allows at
     maxmemory, but not inside MULTI) must not stop the worker. Once there is room the
     watchdog sends the iteration again and the job ends exact."""
-    server = EmbeddedRedis(
-        tmp_path / "small-redis",
-        config={"maxmemory": str(MAXMEMORY), "maxmemory-policy": "noeviction"},
-    ).start()
-    try:
-        url, m = meter
-        c = cluster(url, url=server.url, CONTINUUM_MAX_COUNTDOWN_S="0.5")
-        beat = c.beat()
-        worker = c.worker(concurrency=1)
-        store = c.store()
-        job = spec("full-at-ack", 20_000)
-        submit(c, job)
-        lease = store.keys.lease("full-at-ack")
-        wait_for(
-            "a model call in flight",
-            lambda: iteration_of(c, "full-at-ack") >= 1 and bool(store.redis.exists(lease)),
-            c,
-        )
-        filler = f"{c.prefix}filler"
-        fill(store.redis, filler)
-        time.sleep(OOM_WINDOW_S)
-        assert worker.poll() is None, f"the worker stopped while Redis was full\n{c.logs()}"
-        assert beat.poll() is None, f"the watchdog stopped while Redis was full\n{c.logs()}"
+    url, m = meter
+    c = cluster(url, url=small_redis, CONTINUUM_MAX_COUNTDOWN_S="0.5")
+    beat = c.beat()
+    worker = c.worker(concurrency=1)
+    store = c.store()
+    job = spec("full-at-ack", 20_000)
+    submit(c, job)
+    lease = store.keys.lease("full-at-ack")
+    wait_for(
+        "a model call in flight",
+        lambda: iteration_of(c, "full-at-ack") >= 1 and bool(store.redis.exists(lease)),
+        c,
+    )
+    filler = f"{c.prefix}filler"
+    fill(store.redis, filler)
+    time.sleep(OOM_WINDOW_S)
+    assert worker.poll() is None, f"the worker stopped while Redis was full\n{c.logs()}"
+    assert beat.poll() is None, f"the watchdog stopped while Redis was full\n{c.logs()}"
 
-        store.redis.delete(filler)
-        record = c.wait_ended(["full-at-ack"], timeout=60)["full-at-ack"]
-        assert record.status.value == "succeeded", (record, c.logs())
-        assert store.final_output(record) == fault_free(job)
-        assert worker.poll() is None
-        # The reply no commit could take, nor keep, was bought again: once at most.
-        assert m.calls <= record.iteration + 1, (m.calls, record.iteration)
-    finally:
-        server.stop()
+    store.redis.delete(filler)
+    record = c.wait_ended(["full-at-ack"], timeout=60)["full-at-ack"]
+    assert record.status.value == "succeeded", (record, c.logs())
+    assert store.final_output(record) == fault_free(job)
+    assert worker.poll() is None
+    # The reply no commit could take, nor keep, was bought again: once at most.
+    assert m.calls <= record.iteration + 1, (m.calls, record.iteration)
