@@ -477,18 +477,9 @@ class _DeadlineTransport(httpx.HTTPTransport):
         )
 
 
-#: Write a field only into a job that still exists: a job whose retention ran out while
-#: its callback was retried must not come back as a hash with no status and no expiry.
-_MARK = """
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  return redis.call('HSET', KEYS[1], 'callback', ARGV[1])
-end
-return -1
-"""
-
-
 def mark(store: JobStore, job_id: str, outcome: str) -> None:
-    store.redis.eval(_MARK, 1, store.keys.job(job_id), outcome[:500])
+    """Record a callback's outcome on its job, unless the job has expired meanwhile."""
+    store.set_fields(job_id, callback=outcome[:500])
 
 
 __all__ = [

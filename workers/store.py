@@ -517,10 +517,15 @@ class JobStore:
     def record_crash(self, job_id: str, iteration: int, error: str, step: str | None) -> None:
         """Note the exception an attempt at ``iteration`` raised and, when it had paid for
         a reply it could not commit, keep that step for the next attempt."""
-        fields = ["attempt_error", error]
-        if step is not None:
-            fields += ["kept_step", f"{iteration}:{step}"]
-        self._touch(keys=[self.keys.job(job_id)], args=["set", *fields])
+        if step is None:
+            self.set_fields(job_id, attempt_error=error)
+        else:
+            self.set_fields(job_id, attempt_error=error, kept_step=f"{iteration}:{step}")
+
+    def set_fields(self, job_id: str, **fields: str) -> None:
+        """Write fields of the job's hash, only while the job exists (``touch.lua``)."""
+        args = [part for pair in fields.items() for part in pair]
+        self._touch(keys=[self.keys.job(job_id)], args=["set", *args])
 
     def attempt_error(self, job_id: str) -> str | None:
         return _text(self.redis.hget(self.keys.job(job_id), "attempt_error"))
