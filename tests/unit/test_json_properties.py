@@ -83,6 +83,8 @@ def fragmented(draw: st.DrawFn) -> tuple[object, list[str]]:
         else:
             continue  # every reading of this seam is ambiguous: move on to the next cut
         fragment = content
+        if not fragment.strip():
+            continue  # a blank reply carries nothing (docs/engine.md): the next one has it
         if repeat and draw(st.integers(0, 9)) < 3:
             reindented = re.sub(
                 r"\n( *)", lambda m: "\n" + " " * (2 * len(m.group(1)) + 1), content[:repeat]
@@ -119,7 +121,7 @@ def fragmented(draw: st.DrawFn) -> tuple[object, list[str]]:
 @given(case=fragmented())
 def test_json_documents_stitch_back_to_equal_values(case: tuple[object, list[str]]) -> None:
     """Stitching the fragments gives a complete document with the original value, or says
-    which seam it doubted (a blank fragment inside a string, periodic data)."""
+    which seam it doubted (periodic data)."""
     value, fragments = case
     assume(len(fragments) >= 2)
     result = stitch(fragments, "json")
