@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from core.formats import STITCHERS, ScanState, detect
 from core.models import OutputFormat
 from core.progress import split_marker
-from core.seam import AMBIGUOUS, AMBIGUOUS_END
+from core.seam import AMBIGUOUS_END
 from core.state import HEAD_CHARS, TAIL_CHARS
 
 
@@ -55,7 +55,7 @@ def stitch(fragments: list[str], fmt: str) -> StitchResult:
         if scan is not None and not fragment.strip():
             # A blank reply carries nothing, even inside a JSON string ("50" + " " + "0m"
             # is "500m"): a model asked to go on that sends only white space has stopped
-            # early, and the engine asks again (docs/engine.md, "Blank replies").
+            # early, and the engine asks again (docs/engine.md, behaviour 11).
             warnings.append(f"fragment {index + 1}: skipped a blank reply")
             continue
         if chosen is OutputFormat.AUTO:
