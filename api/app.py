@@ -55,7 +55,7 @@ from workers.ratelimit import TokenBucket
 from workers.runtime import Runtime
 from workers.settings import Settings
 from workers.store import JobRecord, JobStatus, JobStore
-from workers.submit import OverLimit, submit_batch, submit_job
+from workers.submit import Refused, submit_batch, submit_job
 from workers.views import batch_view, job_view
 
 VERSION = "1"
@@ -179,8 +179,8 @@ def _routes(svc: Service, auth: BearerAuth | None) -> APIRouter:
         and queues nothing; the same id with a different spec is refused (409)."""
         try:
             done = submit_job(svc.rt, spec, svc.enqueue)
-        except OverLimit as exc:
-            raise ApiError(422, str(exc), code="over_limit") from None
+        except Refused as exc:
+            raise ApiError(422, str(exc), code=exc.code) from None
         response.headers["Location"] = f"/v1/jobs/{done.job_id}"
         if not done.created:
             record = svc.store.load(done.job_id)

@@ -96,7 +96,7 @@ def _submit(args: argparse.Namespace, spec: Any) -> int:
     from core import JobSpec  # noqa: PLC0415
     from workers.runtime import build_runtime  # noqa: PLC0415
     from workers.settings import get_settings  # noqa: PLC0415
-    from workers.submit import OverLimit, submit_job  # noqa: PLC0415
+    from workers.submit import Refused, submit_job  # noqa: PLC0415
 
     # Imported once REDIS_URL is set: the Celery app reads the settings at import.
     from workers.tasks import enqueue_iteration  # noqa: PLC0415
@@ -111,7 +111,7 @@ def _submit(args: argparse.Namespace, spec: Any) -> int:
     try:
         try:
             done = submit_job(rt, spec, enqueue_iteration)
-        except OverLimit as exc:
+        except Refused as exc:
             return _usage(str(exc))
         if not done.created:
             record = rt.store.load(done.job_id)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,8 +34,32 @@ class Submitted:
     error: str | None = None
 
 
-class OverLimit(ValueError):
+class Refused(ValueError):
+    """A valid spec this deployment will not run; ``code`` names why for the API."""
+
+    code = "refused"
+
+
+class OverLimit(Refused):
     """A spec asks for more than the operator allows (``Settings.limit_*``)."""
+
+    code = "over_limit"
+
+
+class UnknownProfile(Refused):
+    """A spec names a provider profile this deployment does not configure: refused at
+    submission, not at its first iteration."""
+
+    code = "unknown_profile"
+
+
+def unknown_profiles(spec: JobSpec, known: Collection[str]) -> str | None:
+    """Which of the spec's provider profiles are not configured, in words (None: all are)."""
+    missing = [name for name in spec.providers if name not in known]
+    if not missing:
+        return None
+    names = ", ".join(sorted(known)) or "none"
+    return f"unknown provider profile(s) {', '.join(map(repr, missing))}; known: {names}"
 
 
 def over_limits(spec: JobSpec, settings: Settings) -> str | None:
@@ -67,11 +91,15 @@ def new_id() -> str:
 def submit_job(
     rt: Runtime, spec: JobSpec, enqueue: Enqueue, *, batch: str | None = None
 ) -> Submitted:
-    """Create the job (unless its id exists) and enqueue its iteration 0; ``OverLimit``
-    (nothing created) when the spec asks for more than the operator allows."""
+    """Create the job (unless its id exists) and enqueue its iteration 0; ``Refused``
+    (nothing created) when the spec asks for more than the operator allows or names a
+    provider profile that is not configured."""
     problem = over_limits(spec, rt.settings)
     if problem is not None:
         raise OverLimit(problem)
+    problem = unknown_profiles(spec, rt.pool.profiles)
+    if problem is not None:
+        raise UnknownProfile(problem)
     job_id = spec.job_id or new_id()
     state = start(spec)
     created = rt.store.create(
@@ -125,7 +153,7 @@ def submit_batch(
             spec = spec.model_copy(update={"job_id": f"{batch_id}.{index}"})
         try:
             out.append(submit_job(rt, spec, enqueue, batch=batch_id))
-        except OverLimit as exc:
+        except Refused as exc:
             job_id = spec.job_id or f"{batch_id}.{index}"
             out.append(record_invalid(rt, job_id, raw, str(exc), batch=batch_id))
     return batch_id, out

@@ -29,7 +29,7 @@ from workers.app import app
 from workers.iteration import JobFailed, run_iteration
 from workers.observability import QuietRequest
 from workers.runtime import runtime
-from workers.submit import OverLimit, new_id, record_invalid, submit_batch, submit_job
+from workers.submit import Refused, new_id, record_invalid, submit_batch, submit_job
 
 log = logging.getLogger("continuum.tasks")
 
@@ -89,7 +89,7 @@ def generate(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
         raise InvalidMessage(f"invalid job{f' {job_id}' if job_id else ''}: {parsed}")
     try:
         done = submit_job(rt, parsed.spec, enqueue_iteration, batch=parsed.batch)
-    except OverLimit as exc:
+    except Refused as exc:
         job_id = parsed.spec.job_id or new_id()
         record_invalid(rt, job_id, kwargs.get("spec"), str(exc), batch=parsed.batch)
         raise InvalidMessage(f"invalid job {job_id}: {exc}") from None

@@ -78,3 +78,27 @@ def test_a_batch_keeps_a_spec_over_a_limit_as_a_failed_job(api: httpx.Client) ->
 def test_the_sim_refuses_a_model_name_asking_for_too_much(model: str) -> None:
     with pytest.raises(ValueError, match=r"at most|less than or equal"):
         model_options(model, SimOptions())
+
+
+def test_an_unknown_provider_profile_is_refused_at_submission(
+    api: httpx.Client, redis_client: Redis, redis_prefix: str
+) -> None:
+    r = api.post("/v1/jobs", json={**SPEC, "job_id": "typo", "providers": ["sim", "opnai"]})
+    assert r.status_code == 422, r.text
+    body = r.json()
+    assert body["error"] == "unknown_profile"
+    assert "'opnai'" in body["detail"] and "known: " in body["detail"]
+    assert "sim" in body["detail"].split("known: ")[1]  # it names the profiles there are
+    assert api.get("/v1/jobs/typo").status_code == 404
+    assert queued(redis_client, redis_prefix) == []
+
+
+def test_a_batch_keeps_a_spec_naming_an_unknown_profile_as_a_failed_job(
+    api: httpx.Client,
+) -> None:
+    body = {"specs": [SPEC, {**SPEC, "providers": ["nope"]}], "batch_id": "profiles"}
+    r = api.post("/v1/batches", json=body)
+    assert r.status_code == 202, r.text
+    assert list(r.json()["invalid"]) == ["profiles.1"]
+    assert "unknown provider profile" in r.json()["invalid"]["profiles.1"]
+    assert api.get("/v1/jobs/profiles.1").json()["status"] == "failed"
