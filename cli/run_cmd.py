@@ -56,7 +56,18 @@ def add_spec_options(
     prompt.add_argument("--prompt", metavar="TEXT")
     prompt.add_argument("--prompt-file", type=Path, metavar="FILE")
     p.add_argument("-o", "--output", type=Path, metavar="OUT", help=output_help)
-    p.add_argument("--json-schema", type=Path, metavar="FILE", help="validate the JSON result")
+    p.add_argument(
+        "--json-schema",
+        type=Path,
+        metavar="FILE",
+        help="validate the JSON result; still invalid after a repair: failed (exit 1)",
+    )
+    p.add_argument(
+        "--on-invalid",
+        choices=["raise_error", "return_partial"],
+        help="a result still invalid after the repairs: fail (raise_error, the default) or "
+        "end partial (return_partial, exit 3); the result is kept either way",
+    )
 
 
 def _usage(message: str) -> int:
@@ -85,6 +96,10 @@ def build_spec(args: argparse.Namespace) -> JobSpec:
         except json.JSONDecodeError as exc:
             raise ValueError(f"{args.json_schema}: not JSON ({exc})") from None
         data["validation"] = {"json_schema": schema}
+        if args.on_invalid is not None:
+            data["validation"]["on_invalid"] = args.on_invalid
+    elif args.on_invalid is not None:
+        raise ValueError("--on-invalid needs --json-schema")
     return JobSpec.model_validate(data)
 
 

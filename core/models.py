@@ -31,6 +31,8 @@ SPEC_VERSION: Final = 1
 
 
 class OutputFormat(StrEnum):
+    """The output's format; ``auto`` detects it from the first reply."""
+
     JSON = "json"
     CSV = "csv"
     MARKDOWN = "markdown"
@@ -39,6 +41,8 @@ class OutputFormat(StrEnum):
 
 
 class OnFailure(StrEnum):
+    """What a job that cannot finish does: end partial with its output, or fail."""
+
     RETURN_PARTIAL = "return_partial"
     RAISE_ERROR = "raise_error"
 
@@ -82,7 +86,11 @@ class ContinuationConfig(_Strict):
         default=10,
         description="Most model calls after the first reply (continuations and retries).",
     )
-    on_failure: OnFailure = OnFailure.RETURN_PARTIAL
+    on_failure: OnFailure = Field(
+        default=OnFailure.RETURN_PARTIAL,
+        description="When the job stops early (attempts used, stalled, merges failing): "
+        "`return_partial` ends it partial with the output so far, `raise_error` fails it.",
+    )
     max_merge_failures: StrictInt = Field(
         default=3, description="Consecutive failed merges before falling back."
     )
@@ -102,7 +110,9 @@ class ContinuationConfig(_Strict):
         description="Times a reply that joins the document in two ways is asked again "
         "(saying so) before the likelier reading is taken with a warning.",
     )
-    format: OutputFormat | None = None
+    format: OutputFormat | None = Field(
+        default=None, description="The output's format, as the spec's `format` (give either)."
+    )
 
     @field_validator(
         "max_attempts", "max_merge_failures", "stall_limit", "overlap_chars", "context_budget_chars"
@@ -131,6 +141,12 @@ class ValidationOptions(_Strict):
         default=2,
         description="0: skip validation; 1: validate, no retry; N: up to N-1 repair calls.",
     )
+    on_invalid: OnFailure = Field(
+        default=OnFailure.RAISE_ERROR,
+        description="An output still invalid after the repairs: `raise_error` fails the job, "
+        "`return_partial` ends it partial; either way the output is kept and the error is "
+        "the job's `error`.",
+    )
 
     @field_validator("max_repair_attempts")
     @classmethod
@@ -154,31 +170,57 @@ class ValidationOptions(_Strict):
 
 
 class Message(_Strict):
-    role: Literal["system", "user", "assistant"]
-    content: str
+    role: Literal["system", "user", "assistant"] = Field(description="Who says it.")
+    content: str = Field(description="What is said.")
 
 
 class JobSpec(_Strict):
     """One generation job: what to ask, of whom, in which format, and how hard to try."""
 
-    version: Literal[1] = SPEC_VERSION
+    version: Literal[1] = Field(default=SPEC_VERSION, description="The spec's version: 1.")
     job_id: str | None = Field(
         default=None,
         pattern=ID_PATTERN,
         description="Client-chosen id; submitting the same id twice creates one job.",
     )
-    prompt: str | None = None
-    messages: list[Message] | None = None
-    format: OutputFormat | None = None
+    prompt: str | None = Field(
+        default=None,
+        description="What to ask. Give exactly one of `prompt` and `messages`.",
+        examples=["Write a 30-chapter guide to the museum's exhibits."],
+    )
+    messages: list[Message] | None = Field(
+        default=None,
+        description="A conversation to answer, instead of `prompt`; it has a user message.",
+    )
+    format: OutputFormat | None = Field(
+        default=None,
+        description="json, csv, markdown or text; null or `auto`: detected from the first "
+        "reply. It decides how replies are joined and how the output is shown.",
+    )
     providers: list[str] = Field(
         default_factory=list,
         description="Provider profiles in order of preference; empty: the worker's default.",
     )
-    model: str | None = None
-    max_output_tokens: StrictInt = 4096
-    continuation: ContinuationConfig = Field(default_factory=ContinuationConfig)
-    validation: ValidationOptions = Field(default_factory=ValidationOptions)
-    metadata: dict[str, JsonValue] = Field(default_factory=dict)
+    model: str | None = Field(
+        default=None, description="The model to ask; null: the provider profile's model."
+    )
+    max_output_tokens: StrictInt = Field(
+        default=4096,
+        description="Output tokens per model call; the job continues past this limit.",
+    )
+    continuation: ContinuationConfig = Field(
+        default_factory=ContinuationConfig,
+        description="How hard to try, and what to do when trying fails.",
+    )
+    validation: ValidationOptions = Field(
+        default_factory=ValidationOptions,
+        description="Checks on JSON output: a schema, and repair calls when it fails.",
+    )
+    metadata: dict[str, JsonValue] = Field(
+        default_factory=dict,
+        description="Your own JSON, kept with the job's spec; Continuum does not read it.",
+        examples=[{"team": "catalogue"}],
+    )
     callback_url: str | None = Field(
         default=None,
         max_length=2048,

@@ -6,8 +6,9 @@
   each; zero valid items is a failure;
 - ``json_schema``: on failure, a repair request feeds the exact error back, while
   ``max_repair_attempts`` allows (0: no validation; 1: validate, no retry; N: up to N-1
-  repair calls). When none is left, the output is returned as it is and the errors are
-  recorded in the metadata.
+  repair calls). When none is left, the job ends failed (``on_invalid: raise_error``, the
+  default) or partial (``return_partial``) with the error as its reason; the output is
+  kept either way. Validation never passes an invalid output off as a success.
 A repair reply must be complete JSON; it then replaces the output and is reviewed again.
 
 Schemas are applied by ``core.schema_safety.SafeSchema`` (nothing retrieved, regular
@@ -22,7 +23,7 @@ import json
 from typing import Any
 
 from core.json_stitch import start_json
-from core.models import FinishReason, ProviderResponse
+from core.models import FinishReason, OnFailure, ProviderResponse
 from core.prompts import repair_messages
 from core.schema_safety import SafeSchema
 from core.state import Decision, Fallback, Finish, JobState, OutputRef, Retry
@@ -75,7 +76,10 @@ def _review(s: JobState, text: str) -> tuple[JobState, Decision]:
             path, message = error
             if replaced is None:
                 return _invalid(s, text, f"at {path}: {message}")
+            # The output, its bad items dropped, still fails: no repair is asked of a
+            # text that was never the model's; the model's own output is kept.
             s.metadata.validation_errors.append(f"at {path}: {message}")
+            return s, _rejected(s, OutputRef(prefix=len(text)), f"at {path}: {message}")
     if replaced is not None:
         s.length = len(replaced)
         return s, Finish(output=OutputRef(prefix=len(replaced)), append=replaced, replace=True)
@@ -86,13 +90,14 @@ def advance_repair(s: JobState, response: ProviderResponse) -> tuple[JobState, D
     """Take a repair reply: a complete JSON replaces the output and is reviewed again."""
     keep = s.fallback or OutputRef(prefix=s.length)
     s.phase = "generate"
+    error = s.metadata.validation_errors[-1] if s.metadata.validation_errors else "invalid"
     if response.finish_reason in (None, FinishReason.ERROR, FinishReason.CONTENT_FILTER):
         s.metadata.warn("the repair request failed; keeping the output as it was")
-        return s, Finish(output=keep)
+        return s, _rejected(s, keep, error)
     scan, merge = start_json(response.text)
     if not merge.ok or not scan.complete:
         s.metadata.warn("the repair reply was not complete JSON; keeping the output as it was")
-        return s, Finish(output=keep)
+        return s, _rejected(s, keep, error)
     s.metadata.warn(*merge.warnings)
     text = merge.append[: scan.done_at]
     s.length = len(text)
@@ -110,7 +115,18 @@ def _invalid(s: JobState, text: str, error: str) -> tuple[JobState, Decision]:
         s.fallback = OutputRef(prefix=len(text))
         s.messages = repair_messages(s.spec, text, error)
         return s, Retry(messages=s.messages, reason=f"validation failed: {error}")
-    return s, Finish(output=OutputRef(prefix=len(text)))
+    return s, _rejected(s, OutputRef(prefix=len(text)), error)
+
+
+def _rejected(s: JobState, output: OutputRef, error: str) -> Fallback:
+    """The end of a job whose output is still invalid: failed, or partial as the spec
+    asks, with the output kept and the schema's error as the reason."""
+    repairs = f" after {s.repairs} repair(s)" if s.repairs else ""
+    reason = f"the output does not match the schema{repairs}: {error}"[:MAX_REASON_CHARS]
+    s.metadata.fallback_used = True
+    s.metadata.fallback_reason = reason
+    failed = s.spec.validation.on_invalid is OnFailure.RAISE_ERROR
+    return Fallback(output=output, reason=reason, failed=failed)
 
 
 def _unusable(s: JobState, text: str, exc: Exception) -> tuple[JobState, Decision]:

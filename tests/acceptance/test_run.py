@@ -188,6 +188,28 @@ def test_stall_stops_with_a_partial_result(
     assert out and target(sim_url, model).startswith(out)
 
 
+@pytest.mark.parametrize(("on_invalid", "code"), [(None, 1), ("return_partial", 3)])
+def test_a_result_that_fails_its_schema_is_no_success(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    profiles: Path,
+    on_invalid: str | None,
+    code: int,
+) -> None:
+    """--json-schema enforces the schema: a result missing a required key, still missing it
+    after the repair, exits 1 (failed) or 3 (partial with on_invalid return_partial), with
+    the schema's error as the reason; never 0."""
+    schema = tmp_path / "schema.json"
+    schema.write_text(json.dumps({"type": "object", "required": ["no_such_key"]}))
+    extra = ["--json-schema", str(schema)]
+    if on_invalid is not None:
+        extra += ["--on-invalid", on_invalid]
+    got, _, meta = run(capsys, tmp_path, "sim:format=json,size=3000", "json", *extra)
+    assert got == code, meta
+    assert "does not match the schema" in meta["reason"] and "no_such_key" in meta["reason"]
+    assert meta["validation_errors"]
+
+
 def test_permanent_errors_fail_the_job(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, profiles: Path, sim_url: str
 ) -> None:

@@ -284,14 +284,18 @@ def test_a_catastrophic_pattern_is_checked_at_once_and_the_worker_runs_the_next_
         "job_id": "redos",
         "prompt": f"{SUBJECT}\nThe catalogue as JSON",
         "model": "sim:format=json,size=800",
-        "validation": {"json_schema": schema, "max_repair_attempts": 2},
+        "validation": {
+            "json_schema": schema,
+            "max_repair_attempts": 2,
+            "on_invalid": "return_partial",  # still invalid: partial, the output kept
+        },
     }
     started = time.monotonic()
     assert api.post("/v1/jobs", json=evil).status_code in (200, 201, 202)
     cluster.wait_ended(["redos"], timeout=60)
     took = time.monotonic() - started
     result = api.get("/v1/jobs/redos/result").json()
-    assert result["status"] == JobStatus.SUCCEEDED.value, result
+    assert result["status"] == JobStatus.PARTIAL.value, result
     errors = result["metadata"]["validation_errors"]
     assert len(errors) == 2  # the first reply and the one repair, both checked
     assert all(e.startswith("at $['title']:") and f'does not match "{EVIL}"' in e for e in errors)

@@ -104,12 +104,13 @@ def test_zero_repair_attempts_skips_validation() -> None:
 
 
 def test_one_repair_attempt_validates_without_retrying() -> None:
-    """1: validate; an invalid output is returned as is, its errors recorded."""
+    """1: validate; an invalid output fails the job, kept, with the schema's error."""
     job = spec(json_schema=SCHEMA, max_repair_attempts=1)
     state, finish = generated(job, INVALID)
     assert finish.review
     after, decision = review(state, INVALID)
-    assert isinstance(decision, Finish)
+    assert isinstance(decision, Fallback) and decision.failed
+    assert decision.reason == f"the output does not match the schema: {INVALID_ERROR}"
     assert decision.output == OutputRef(prefix=len(INVALID))
     assert after.metadata.validation_errors == [INVALID_ERROR]
     assert after.repairs == 0
@@ -117,7 +118,7 @@ def test_one_repair_attempt_validates_without_retrying() -> None:
 
 @pytest.mark.parametrize("attempts", [2, 3, 5])
 def test_n_repair_attempts_allow_n_minus_one_repair_calls(attempts: int) -> None:
-    """N: up to N-1 repair calls; then the output is kept as it is, errors recorded."""
+    """N: up to N-1 repair calls; then the job fails, its output kept, errors recorded."""
     job = spec(json_schema=SCHEMA, max_repair_attempts=attempts)
     state, decisions, output = run_repairs(job, INVALID, *[INVALID] * 10)
     retries = [d for d in decisions if isinstance(d, Retry)]
@@ -125,7 +126,7 @@ def test_n_repair_attempts_allow_n_minus_one_repair_calls(attempts: int) -> None
     assert state.repairs == attempts - 1
     assert output == INVALID
     assert state.metadata.validation_errors == [INVALID_ERROR] * attempts
-    assert isinstance(decisions[-1], Finish)
+    assert isinstance(decisions[-1], Fallback) and decisions[-1].failed
 
 
 def test_valid_output_needs_no_repair() -> None:
@@ -206,14 +207,15 @@ def test_repair_reply_wrapped_in_a_fence_and_prose_is_accepted() -> None:
     ids=["truncated", "not-json", "error", "malformed"],
 )
 def test_an_unusable_repair_reply_keeps_the_original_output(repair: ProviderResponse) -> None:
-    """A repair that is not complete JSON changes nothing: the original is the result."""
+    """A repair that is not complete JSON changes nothing: the original, still invalid, is
+    kept and the job fails with the schema's error."""
     job = spec(json_schema=SCHEMA, max_repair_attempts=3)
     state, _ = generated(job, INVALID)
     state, retry = review(state, INVALID)
     assert isinstance(retry, Retry)
     state, decision = advance(state, repair)
-    assert isinstance(decision, Finish)
-    assert not decision.replace and not decision.review and decision.append == ""
+    assert isinstance(decision, Fallback) and decision.failed and decision.append == ""
+    assert INVALID_ERROR in decision.reason
     assert decision.output == OutputRef(prefix=len(INVALID))
     assert state.metadata.validation_errors == [INVALID_ERROR]
     assert any("keeping the output" in w for w in state.metadata.warnings)
@@ -232,7 +234,7 @@ def test_too_large_an_output_is_not_sent_back_for_repair() -> None:
     job = spec(json_schema=SCHEMA, max_repair_attempts=3)
     state, _ = generated(job, big)
     after, decision = review(state, big)
-    assert isinstance(decision, Finish)
+    assert isinstance(decision, Fallback) and decision.failed
     assert after.repairs == 0
     assert len(after.metadata.validation_errors) == 1
 
@@ -309,3 +311,29 @@ def test_lenient_items_and_schema_together() -> None:
     assert isinstance(decision, Finish) and decision.replace
     assert json.loads(decision.append) == {"items": [{"id": 1, "name": "a"}]}
     assert after.metadata.validation_errors == []
+
+
+@pytest.mark.parametrize(("on_invalid", "failed"), [("raise_error", True), ("return_partial", False)])
+def test_an_output_still_invalid_after_the_repairs_is_never_a_success(
+    on_invalid: str, failed: bool
+) -> None:
+    """After the last repair the job ends failed (the default) or partial, never
+    succeeded; the output is kept and the reason names the schema's error."""
+    job = spec(json_schema=SCHEMA, max_repair_attempts=2, on_invalid=on_invalid)
+    state, decisions, output = run_repairs(job, INVALID, INVALID)
+    last = decisions[-1]
+    assert isinstance(last, Fallback) and last.failed is failed
+    assert last.reason == f"the output does not match the schema after 1 repair(s): {INVALID_ERROR}"
+    assert state.metadata.fallback_used and state.metadata.fallback_reason == last.reason
+
+
+def test_an_output_whose_kept_items_still_fail_the_schema_fails() -> None:
+    """Items dropped, the rest still fails the whole schema: the model's own output is kept
+    and the job fails (no repair is asked of a text the model never wrote)."""
+    text = json.dumps({"items": [{"id": 1, "name": "a"}, {"id": "x"}]})
+    whole = {"type": "object", "required": ["items", "total"]}
+    job = spec(item_schema=ITEM_SCHEMA, items_key="items", json_schema=whole)
+    state, _ = generated(job, text)
+    after, decision = review(state, text)
+    assert isinstance(decision, Fallback) and decision.failed
+    assert decision.output == OutputRef(prefix=len(text))
