@@ -27,6 +27,7 @@ from workers.settings import Settings
 #: ``enqueue(job_id, iteration, countdown_s, queue)`` sends ``continuum.iterate``.
 Enqueue = Callable[[str, int, float, str], None]
 
+
 @dataclass(frozen=True)
 class Submitted:
     job_id: str

@@ -313,7 +313,9 @@ def test_lenient_items_and_schema_together() -> None:
     assert after.metadata.validation_errors == []
 
 
-@pytest.mark.parametrize(("on_invalid", "failed"), [("raise_error", True), ("return_partial", False)])
+@pytest.mark.parametrize(
+    ("on_invalid", "failed"), [("raise_error", True), ("return_partial", False)]
+)
 def test_an_output_still_invalid_after_the_repairs_is_never_a_success(
     on_invalid: str, failed: bool
 ) -> None:
@@ -321,6 +323,7 @@ def test_an_output_still_invalid_after_the_repairs_is_never_a_success(
     succeeded; the output is kept and the reason names the schema's error."""
     job = spec(json_schema=SCHEMA, max_repair_attempts=2, on_invalid=on_invalid)
     state, decisions, output = run_repairs(job, INVALID, INVALID)
+    assert output == INVALID
     last = decisions[-1]
     assert isinstance(last, Fallback) and last.failed is failed
     assert last.reason == f"the output does not match the schema after 1 repair(s): {INVALID_ERROR}"
@@ -337,3 +340,4 @@ def test_an_output_whose_kept_items_still_fail_the_schema_fails() -> None:
     after, decision = review(state, text)
     assert isinstance(decision, Fallback) and decision.failed
     assert decision.output == OutputRef(prefix=len(text))
+    assert after.metadata.validation_errors == ['at $: "total" is a required property']
