@@ -51,6 +51,8 @@ def advance(state: JobState, response: ProviderResponse) -> tuple[JobState, Deci
     if reason is None:
         return _failure(s, "the reply is malformed: it has no finish reason")
     if reason is FinishReason.ERROR:
+        if response.permanent:  # asking again sends the same request: it cannot help
+            return s, _fallback(s, f"the provider refused the request: {response.error}")
         return _failure(s, f"the provider reported an error: {response.error}", backoff=True)
     text, percent = split_marker(response.text)
     s.metadata.progress_reported.append(percent)

@@ -329,6 +329,8 @@ class ProviderResponse(_Strict):
     """One model reply, whatever the provider (SPEC 2.7).
 
     ``finish_reason`` None means the provider gave none: the reply is malformed.
+    ``response_id``: the id a stateful continuation chains from (Responses API); None when
+    there is none, or when the adapter wants the next call to start a new chain.
     """
 
     text: str = ""
@@ -340,9 +342,17 @@ class ProviderResponse(_Strict):
     incomplete_details: dict[str, JsonValue] | None = None
     cost: float = 0.0
     error: str | None = None
+    #: With ``error``: the same request can never succeed (a 400, a bad key, no quota):
+    #: the job stops at once instead of asking again.
+    permanent: bool = False
     prefilled: int = Field(
         default=0,
         ge=0,
         description="Leading characters of ``text`` that are the prefill the request sent "
         "(an assistant turn the model continued exactly): the reply joins the document there.",
+    )
+    request_id: str | None = Field(
+        default=None,
+        description="The provider's id of the HTTP request (its x-request-id or request-id "
+        "header): what its support asks for about a call.",
     )

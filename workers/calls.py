@@ -20,6 +20,7 @@ from core.models import FinishReason, ProviderResponse
 from core.state import JobState, ProviderSwitch
 from workers.providers.base import (
     CallRequest,
+    FatalError,
     PrefillUnsupported,
     PreviousResponseNotFound,
     Provider,
@@ -113,7 +114,10 @@ def call_model(
         except ProviderError as exc:
             if s.provider_index + 1 >= len(names):
                 return s, ProviderResponse(
-                    finish_reason=FinishReason.ERROR, error=str(exc), provider=name
+                    finish_reason=FinishReason.ERROR,
+                    error=str(exc),
+                    permanent=isinstance(exc, FatalError),
+                    provider=name,
                 )
             nxt = names[s.provider_index + 1]
             s.metadata.provider_fallbacks.append(

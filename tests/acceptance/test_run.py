@@ -210,6 +210,17 @@ def test_a_result_that_fails_its_schema_is_no_success(
     assert meta["validation_errors"]
 
 
+def test_a_request_the_provider_refuses_fails_at_once(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, profiles: Path
+) -> None:
+    """A 400 (the simulator refuses a model asking for too much) will never succeed: one
+    call, the job fails with the provider's message, no retry of the same request."""
+    code, out, meta = run(capsys, tmp_path, "sim:size=500000000", "text")
+    assert code == 1 and out == ""
+    assert "refused the request" in meta["reason"] and "HTTP 400" in meta["reason"]
+    assert meta["finish_reasons"] == ["error"] and meta["merge_failures"] == 0, meta
+
+
 def test_permanent_errors_fail_the_job(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, profiles: Path, sim_url: str
 ) -> None:
