@@ -8,7 +8,10 @@ entry (``JobStore.claim_callback``: one deliverer at a time, each for ``HOLD_S``
 failed one is due again after ``backoff`` (capped by ``max_countdown_s``), ``MAX_ATTEMPTS``
 in all. The watchdog sends the task again for an entry overdue by ``queue_grace_s`` (its
 task was lost with a worker), so a worker killed between the job's end and the POST
-loses nothing. An entry whose job has expired is dropped.
+loses nothing. An entry names the event of the job that wrote it: once that job has
+expired, no attempt takes it (not even for a new job under the same id), and the
+watchdog drops it. An attempt records its outcome only while it still holds its claim;
+one that outlived it (another deliverer took over) changes nothing, and says so in the log.
 
 The receiver gets ``{"event_id", "job": <the status view, with metadata>, "result": <text
 or null>}`` and should answer 2xx; anything else, or no answer within the deadline, is
@@ -39,6 +42,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import logging
 import select
 import socket
 import ssl
@@ -64,6 +68,8 @@ from workers.callback_addresses import (
 from workers.settings import Settings
 from workers.store import TERMINAL, JobRecord, JobStore
 from workers.views import job_view
+
+log = logging.getLogger("continuum.callbacks")
 
 #: The deadline of one delivery: connect, TLS, request, response status line and headers.
 TIMEOUT_S = 10.0
@@ -259,7 +265,7 @@ if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HEXISTS', KEYS[1], 'callbac
   return 0
 end
 redis.call('HSET', KEYS[1], 'callback_event', ARGV[2])
-redis.call('ZADD', KEYS[2], 'NX', ARGV[3], ARGV[1])
+redis.call('ZADD', KEYS[2], 'NX', ARGV[3], ARGV[1] .. ':' .. ARGV[2])
 return 1
 """
 
@@ -278,8 +284,43 @@ _NOT_CLAIMED = {
     0: "another worker is delivering it",
     -1: "nothing to deliver (delivered, settled, or no callback_url)",
     -2: "not due yet",
-    -3: "no such job (expired): dropped from the outbox",
+    -3: "no such job (expired)",
 }
+
+
+@dataclass(frozen=True)
+class _Claim:
+    """One attempt's hold on a job's callback: the event it delivers, under its token."""
+
+    store: JobStore
+    job_id: str
+    token: str
+    event: str
+
+    def settle(self, done: Attempt, outcome: str, retry_at: float | None = None) -> Attempt:
+        """Record ``done`` (``outcome`` in the job; the entry dropped, or due at
+        ``retry_at``) while the claim is still ours. Else nothing changes: the claim ran
+        out mid-attempt and another deliverer took the entry over (and may have delivered
+        it), so this outcome is not the job's, and no retry of it is asked for."""
+        if self.store.settle_callback(
+            self.job_id, self.token, self.event, outcome, retry_at=retry_at
+        ):
+            return done
+        log.warning(
+            "job %s: callback attempt %d outlived its claim (%s): not recorded",
+            self.job_id,
+            done.number,
+            done.outcome.value,
+        )
+        return Attempt(Outcome.SKIPPED, "its claim ran out before it settled", number=done.number)
+
+
+def _claim(store: JobStore, job_id: str) -> tuple[int, _Claim]:
+    token = uuid.uuid4().hex
+    number, event = store.claim_callback(job_id, token, hold_s=HOLD_S, early_s=EARLY_S)
+    if number == -1 and _adopt(store, job_id):
+        number, event = store.claim_callback(job_id, token, hold_s=HOLD_S, early_s=EARLY_S)
+    return number, _Claim(store, job_id, token, event)
 
 
 def attempt(
@@ -293,28 +334,44 @@ def attempt(
     """One attempt at the job's callback, if its outbox entry is due and free: claim it,
     POST, settle (the outcome in the job's ``callback`` field; the entry dropped, or due
     again after ``backoff``)."""
-    token = uuid.uuid4().hex
-    number = store.claim_callback(job_id, token, hold_s=HOLD_S, early_s=EARLY_S)
-    if number == -1 and _adopt(store, job_id):
-        number = store.claim_callback(job_id, token, hold_s=HOLD_S, early_s=EARLY_S)
+    number, claim = _claim(store, job_id)
     if number <= 0:
         return Attempt(Outcome.SKIPPED, _NOT_CLAIMED[number])
     record = store.load(job_id)
     url = None if record is None else callback_url(record)
     if record is None or url is None:
-        store.settle_callback(job_id, token, "refused: the job has no callback_url")
-        return Attempt(Outcome.SKIPPED, "no such job, or no callback_url")
+        skipped = Attempt(Outcome.SKIPPED, "no such job, or no callback_url")
+        return claim.settle(skipped, "refused: the job has no callback_url")
     if number > MAX_ATTEMPTS:  # the attempts before raised something else (see the log)
         shown = record.callback or ""
         last = shown[10:] if shown.startswith("retrying: ") else "no attempt finished (see the log)"
-        store.settle_callback(job_id, token, f"undeliverable: {last} ({number - 1} attempts)")
-        return Attempt(Outcome.UNDELIVERABLE, last, number=number)
-    event = store.callback_event(job_id) or job_id
+        done = Attempt(Outcome.UNDELIVERABLE, last, number=number)
+        return claim.settle(done, f"undeliverable: {last} ({number - 1} attempts)")
+    body = payload(store, record, claim.event)
+    if store.callback_event(job_id) != claim.event:
+        # The job expired after the claim, and its id was reused: the body read is not
+        # the body of the claimed event (the dead entry is the watchdog's to drop).
+        return Attempt(Outcome.SKIPPED, "the job expired while its callback was read")
+    return _post(claim, url, body, number, settings, resolver=resolver, transport=transport)
+
+
+def _post(
+    claim: _Claim,
+    url: str,
+    body: dict[str, Any],
+    number: int,
+    settings: Settings,
+    *,
+    resolver: Resolver,
+    transport: httpx.BaseTransport | None,
+) -> Attempt:
+    """POST the claimed event's ``body`` once and settle the claim with what came of it."""
+    event = claim.event
     secret = settings.callback_secret.get_secret_value() if settings.callback_secret else None
     try:
         deliver(
             url,
-            payload(store, record, event),
+            body,
             allow=allow_list(settings),
             resolver=resolver,
             transport=transport,
@@ -322,17 +379,15 @@ def attempt(
             secret=secret,
         )
     except CallbackRefused as exc:
-        store.settle_callback(job_id, token, f"refused: {exc}")
-        return Attempt(Outcome.REFUSED, str(exc), number=number)
+        return claim.settle(Attempt(Outcome.REFUSED, str(exc), number=number), f"refused: {exc}")
     except CallbackError as exc:
         if number >= MAX_ATTEMPTS:
-            store.settle_callback(job_id, token, f"undeliverable: {exc} ({number} attempts)")
-            return Attempt(Outcome.UNDELIVERABLE, str(exc), number=number)
+            done = Attempt(Outcome.UNDELIVERABLE, str(exc), number=number)
+            return claim.settle(done, f"undeliverable: {exc} ({number} attempts)")
         wait = backoff(number, settings.max_countdown_s)
-        store.settle_callback(job_id, token, f"retrying: {exc}", retry_at=time.time() + wait)
-        return Attempt(Outcome.RETRY, str(exc), wait, number)
-    store.settle_callback(job_id, token, "delivered")
-    return Attempt(Outcome.DELIVERED, origin(url), number=number)
+        done = Attempt(Outcome.RETRY, str(exc), wait, number)
+        return claim.settle(done, f"retrying: {exc}", retry_at=time.time() + wait)
+    return claim.settle(Attempt(Outcome.DELIVERED, origin(url), number=number), "delivered")
 
 
 def _hide(text: str, *urls: str) -> str:

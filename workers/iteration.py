@@ -45,7 +45,7 @@ from workers.observability import tag_iteration
 from workers.providers.base import TransientError
 from workers.providers.retry import backoff_delay
 from workers.runtime import Runtime
-from workers.store import TERMINAL, CommitResult, JobRecord, JobStatus
+from workers.store import TERMINAL, CommitResult, JobRecord, JobStatus, StagingLost
 
 log = logging.getLogger("continuum.iteration")
 
@@ -185,9 +185,14 @@ def _result(ref: OutputRef | None, outcome: str, reason: str | None) -> dict[str
 
 def refused_for_now(exc: Exception) -> bool:
     """Redis refused a write that may succeed later: it is full (``maxmemory`` with
-    ``noeviction``), a read-only replica (a failover), loading its data, or unreachable.
-    A script's error carries the refusal in its message."""
-    if isinstance(exc, (OutOfMemoryError, ReadOnlyError, RedisConnectionError, RedisTimeoutError)):
+    ``noeviction``), a read-only replica (a failover), loading its data, or unreachable;
+    or the parts a large commit staged were lost (the next try stages them anew). A
+    script's error carries the refusal in its message. An error that can never pass (an
+    argument over ``proto-max-bulk-len``: the store stages any large output) is not one."""
+    if isinstance(
+        exc,
+        (OutOfMemoryError, ReadOnlyError, RedisConnectionError, RedisTimeoutError, StagingLost),
+    ):
         return True
     text = str(exc)
     return isinstance(exc, ResponseError) and any(
@@ -238,9 +243,7 @@ def _crashed(
     )
     if last:
         reason = f"iteration {iteration} raised {attempt} times; last: {_described(exc)}"[:2000]
-        if _best_effort("fail it", job_id, lambda: store.fail(job_id, reason)):
-            _best_effort("drop its kept step", job_id, lambda: store.drop_kept_step(job_id))
-            _best_effort("send its callback", job_id, lambda: _ended(rt, job_id, notify))
+        _best_effort("fail it", job_id, lambda: _spent(rt, job_id, iteration, reason, notify))
         return
     wait = crash_delay(attempt, rt.settings.max_countdown_s)
     queue = ready.queue if ready is not None else _queue_of(rt, record)
@@ -248,6 +251,16 @@ def _crashed(
     _best_effort("postpone it", job_id, lambda: store.postpone(job_id, deadline))
     _best_effort("release its lease", job_id, lambda: store.release_lease(job_id, token))
     _best_effort("send it again", job_id, lambda: enqueue(job_id, iteration, wait, queue))
+
+
+def _spent(rt: Runtime, job_id: str, iteration: int, reason: str, notify: Notify | None) -> None:
+    """This attempt spent the crash budget of ``iteration``: fail the job, unless another
+    attempt's late commit has moved it on meanwhile (``JobStore.fail_attempt``)."""
+    if not rt.store.fail_attempt(job_id, iteration, reason):
+        log.warning("job %s moved on from iteration %d meanwhile: not failed", job_id, iteration)
+        return
+    _best_effort("drop its kept step", job_id, lambda: rt.store.drop_kept_step(job_id))
+    _best_effort("send its callback", job_id, lambda: _ended(rt, job_id, notify))
 
 
 def _queue_of(rt: Runtime, record: JobRecord) -> str:
@@ -260,14 +273,16 @@ def _queue_of(rt: Runtime, record: JobRecord) -> str:
 
 def _give_up(
     rt: Runtime, job_id: str, iteration: int, *, attempt: int, token: str, notify: Notify | None
-) -> None:
+) -> dict[str, Any]:
     """The budget was spent before this attempt (the last failure could not be recorded
-    as one, or workers were lost): fail the job without calling the model."""
+    as one, or workers were lost): fail the job without calling the model, unless a late
+    commit has moved it on meanwhile (``JobStore.fail_attempt``)."""
     store = rt.store
     try:
         last = store.attempt_error(job_id) or "none recorded (a worker was lost)"
         reason = f"iteration {iteration} did not finish in {attempt - 1} attempts; last: {last}"
-        store.fail(job_id, reason[:2000])
+        if not store.fail_attempt(job_id, iteration, reason[:2000]):
+            return {"job_id": job_id, "iteration": iteration, "skipped": "stale: moved on"}
         store.drop_kept_step(job_id)
     finally:
         store.release_lease(job_id, token)
@@ -421,6 +436,17 @@ def _commit(rt: Runtime, job_id: str, iteration: int, ready: Pending, token: str
             delay = min(delay * 2, COMMIT_RETRY_MAX_S)
 
 
+def _landed(rt: Runtime, job_id: str, iteration: int, ready: Pending) -> bool:
+    """A commit found stale may be this attempt's own: it landed, but its reply was lost
+    (the connection dropped after the write) and the commit was sent again (by ``_commit``,
+    or redis-py's own retry). Then the job is one past ``iteration`` with exactly this
+    step's state, and the next iteration (or the callback) is still this worker's to send:
+    no one else will until the watchdog, ``queue_grace_s`` later. A same step committed by
+    a concurrent attempt passes too: its message is then sent twice, which is harmless."""
+    record = rt.store.load(job_id)
+    return record is not None and record.iteration == iteration + 1 and record.state == ready.state
+
+
 def run_iteration(
     rt: Runtime,
     job_id: str,
@@ -448,7 +474,7 @@ def run_iteration(
     if attempt < 0:
         return {**base, "skipped": "stale: the job has moved on"}
     if attempt > MAX_CRASHES:
-        _give_up(rt, job_id, iteration, attempt=attempt, token=token, notify=notify)
+        return _give_up(rt, job_id, iteration, attempt=attempt, token=token, notify=notify)
     code: CommitResult | None = None
     ready: Pending | None = None  # the step to commit
     reused = False  # it was paid for by an earlier attempt, whose commit failed
@@ -482,6 +508,8 @@ def run_iteration(
             _best_effort("release its lease", job_id, lambda: store.release_lease(job_id, token))
     # The iteration is committed (or refused): what follows repeats no model call, so an
     # exception here is not charged; the watchdog sends a next iteration that was not.
+    if code is CommitResult.STALE and _landed(rt, job_id, iteration, ready):
+        code = CommitResult.COMMITTED
     if reused and code is CommitResult.COMMITTED:
         _best_effort("drop its kept step", job_id, lambda: store.drop_kept_step(job_id))
     if code is CommitResult.COMMITTED and ready.more:

@@ -7,9 +7,13 @@
 {prefix}job:{id}:lease      string with a TTL: the worker running the iteration now
 {prefix}job:{id}:commits    hash: iteration -> times committed (1, always; for audits)
 {prefix}job:{id}:callback   string with a TTL: the deliverer of the job's callback now
+{prefix}staging:{uuid}      list with a TTL: a text too large for one command, staged for
+                            one call of ``JobStore.commit``, which takes it whole (or
+                            deletes it); its TTL bounds it, whatever becomes of the job
 {prefix}active              sorted set: unfinished jobs by the time they are overdue
 {prefix}outbox              sorted set: ended jobs whose callback is not delivered yet, by
-                            the time its next attempt is due (``workers.callbacks``)
+                            the time its next attempt is due (``workers.callbacks``), as
+                            ``{id}:{event id}``: the job that ended, not only its id
 {prefix}batch:{id}          set: the jobs of a batch
 {prefix}batch:{id}:meta     hash: the batch's size, creation time, jobs ended, expiry
 {prefix}bucket:{profile}    hash: a provider's shared token bucket
@@ -52,6 +56,10 @@ class Keys:
 
     def callback_claim(self, job_id: str) -> str:
         return f"{self.prefix}job:{check_id(job_id)}:callback"
+
+    def staging(self, stage_id: str) -> str:
+        """Not a job's key: one commit's (a fresh uuid each), gone with it or its TTL."""
+        return f"{self.prefix}staging:{check_id(stage_id, 'stage id')}"
 
     def job_keys(self, job_id: str) -> tuple[str, ...]:
         """Every key of one job, its hash first: what expires when the job is retained."""

@@ -2,8 +2,9 @@
 
 Every write that must be atomic is one Lua script (``workers/lua/``). The output is a
 Redis list of chunks of at most ``output_chunk_bytes``, appended per iteration
-(``workers/lua/output.lua``: no value grows with the job) and read chunk by chunk
-(``iter_output``, ``iter_text``); the job state (which never holds the output) is a hash
+(``workers/lua/output.lua``: no value grows with the job) and read a part at a time
+(``iter_output``, ``iter_text``); no command carries more than ``STAGE_BYTES`` of it (a
+larger text is staged first). The job state (which never holds the output) is a hash
 field. ``commit`` is a compare-and-set on the iteration number, so a duplicated,
 late or concurrent delivery of an iteration never appends twice or skips a fragment.
 
@@ -16,6 +17,7 @@ expire with the last of its jobs. ``retention_s = 0`` keeps everything.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import json
 import time
 import uuid
@@ -28,6 +30,7 @@ from typing import Any
 
 from redis import Redis
 from redis.commands.core import Script
+from redis.exceptions import RedisError
 
 from workers.keys import DEFAULT_PREFIX, Keys
 
@@ -47,6 +50,15 @@ DEFAULT_OUTPUT_CHUNK_BYTES = 256 * 1024
 MIN_OUTPUT_CHUNK_BYTES = 64
 #: The most bytes one read of an output (``iter_output``) fetches.
 READ_BYTES = 256 * 1024
+#: The most bytes of output one command carries. Redis refuses an argument over
+#: ``proto-max-bulk-len`` (512 MB by default, 1 MB at the least) by closing the connection,
+#: which looks like Redis going away (a retry that never succeeds): a larger text (a
+#: repair's replacement, a very large append) is staged in parts of at most this, cut
+#: between characters (``stage.lua``), which its commit then takes whole.
+STAGE_BYTES = 512 * 1024
+#: How long a staged text waits for its commit; each part staged restarts the wait. A
+#: worker that dies between its parts and its commit leaves them this long at most.
+STAGING_TTL_S = 300.0
 
 
 def _script(name: str) -> str:
@@ -54,12 +66,39 @@ def _script(name: str) -> str:
     return (_LUA / "retain.lua").read_text() + text if name in _ENDING else text
 
 
-def _commit_script(chunk_bytes: int) -> str:
-    """``commit.lua`` with ``output.lua``'s functions and their chunk size before it."""
+def _output_script(name: str, chunk_bytes: int) -> str:
+    """The script ``name`` with ``output.lua``'s functions and their chunk size before it."""
     if chunk_bytes < MIN_OUTPUT_CHUNK_BYTES:
         raise ValueError(f"an output chunk holds at least {MIN_OUTPUT_CHUNK_BYTES} bytes")
     output = (_LUA / "output.lua").read_text()
-    return f"local CHUNK = {int(chunk_bytes)}\n{output}{_script('commit')}"
+    return f"local CHUNK = {int(chunk_bytes)}\n{output}{_script(name)}"
+
+
+def _parts(data: bytes) -> Iterator[memoryview]:
+    """``data`` (UTF-8) in parts of at most ``STAGE_BYTES``, each ending between two
+    characters, so that each part is cut into chunks as the whole text would be."""
+    view, i = memoryview(data), 0
+    while i < len(data):
+        j = min(len(data), i + STAGE_BYTES)
+        while j < len(data) and data[j] & 0xC0 == 0x80:  # byte j continues a character
+            j -= 1
+        yield view[i:j]
+        i = j
+
+
+def _to_stage(text: str) -> bytes | None:
+    """``text`` in UTF-8 when it is over ``STAGE_BYTES`` (it is staged), else None: it goes
+    in the commit itself (encoded here only when it may be that large)."""
+    if len(text) <= STAGE_BYTES // 4:
+        return None
+    data = text.encode()
+    return data if len(data) > STAGE_BYTES else None
+
+
+class StagingLost(RuntimeError):
+    """Raised when the parts a large commit staged are not as it wrote them: they expired
+    (``STAGING_TTL_S`` passed between two of its writes) or a part was sent twice (a
+    command retried after its reply was lost). Nothing was committed."""
 
 
 class OutputChanged(RuntimeError):
@@ -170,7 +209,8 @@ class JobStore:
         #: How long an ended job's keys stay (seconds; 0: forever).
         self.retention_s = retention_s
         self._create = redis.register_script(_script("create"))
-        self._commit = redis.register_script(_commit_script(output_chunk_bytes))
+        self._commit = redis.register_script(_output_script("commit", output_chunk_bytes))
+        self._stage_part = redis.register_script(_output_script("stage", output_chunk_bytes))
         self._read_output = redis.register_script(_script("read_output"))
         self._acquire = redis.register_script(_script("acquire"))
         self._renew = redis.register_script(_script("renew"))
@@ -323,35 +363,65 @@ class JobStore:
     ) -> CommitResult:
         """Commit iteration ``expected_iteration`` (append and state at once) exactly once.
         A final ``status`` also sets the job's expiry, ``retention_s`` (default: the
-        store's) from now."""
+        store's) from now. A text over ``STAGE_BYTES`` is staged first (``_stage``), in a
+        list of this call's own that the commit takes whole, or deletes when it refuses."""
         k = self.keys
         now = time.time()
         retain_keys, retain_args = self._retain(job_id, now, retention_s, batch=status in TERMINAL)
-        code = self._commit(
-            keys=[
-                k.job(job_id),
-                k.output(job_id),
-                k.lease(job_id),
-                k.commits(job_id),
-                k.active,
-                *retain_keys,
-            ],
-            args=[
-                job_id,
-                expected_iteration,
-                state,
-                append,
-                "1" if replace else "0",
-                status.value,
-                now,
-                "" if deadline is None else deadline,
-                lease_token,
-                json.dumps(summary),
-                "" if result is None else json.dumps(result),
-                *retain_args,
-            ],
-        )
+        staging, data = k.staging(uuid.uuid4().hex), _to_stage(append)
+        try:
+            mark = "" if data is None else self._stage(staging, data)
+            code = self._commit(
+                keys=[
+                    k.job(job_id),
+                    k.output(job_id),
+                    k.lease(job_id),
+                    k.commits(job_id),
+                    k.active,
+                    staging,
+                    *retain_keys,
+                ],
+                args=[
+                    job_id,
+                    expected_iteration,
+                    state,
+                    append if data is None else "",
+                    "1" if replace else "0",
+                    status.value,
+                    now,
+                    "" if deadline is None else deadline,
+                    lease_token,
+                    json.dumps(summary),
+                    "" if result is None else json.dumps(result),
+                    mark,
+                    "" if data is None else len(data),
+                    *retain_args,
+                ],
+            )
+        except Exception:
+            if data is not None:
+                self._unstage(staging)
+            raise
+        if int(code) == -4:
+            raise StagingLost(f"the staged output of job {job_id} expired before its commit")
         return _COMMIT_CODES[int(code)]
+
+    def _stage(self, staging: str, data: bytes) -> str:
+        """Write ``data`` to the list ``staging`` as chunks, a part at a time, each part
+        extending its TTL (``STAGING_TTL_S``) and checking the list is as the part before
+        left it (``stage.lua``); the mark the last part left, for the commit to check."""
+        ttl, mark = round(STAGING_TTL_S * 1000), "0:0"
+        for n, part in enumerate(_parts(data)):
+            mark = _s(self._stage_part(keys=[staging], args=[part, ttl, mark]))
+            if not mark:
+                raise StagingLost(f"a staged output expired or was written twice at part {n}")
+        return mark
+
+    def _unstage(self, staging: str) -> None:
+        """Delete what a commit that raised staged, at once rather than at its expiry: a
+        commit that Redis refuses for now (full) is tried again, each time staged anew."""
+        with contextlib.suppress(RedisError):
+            self.redis.delete(staging)
 
     def commits(self, job_id: str) -> dict[int, int]:
         """How many times each iteration was committed (for audits: always 1)."""
@@ -522,6 +592,24 @@ class JobStore:
         else:
             self.set_fields(job_id, attempt_error=error, kept_step=f"{iteration}:{step}")
 
+    @cached_property
+    def _fail_at(self) -> Script:
+        parts = ("retain", "at_iteration", "fail")  # fail.lua behind the guard
+        return self.redis.register_script("".join((_LUA / f"{n}.lua").read_text() for n in parts))
+
+    def fail_attempt(self, job_id: str, iteration: int, error: str) -> bool:
+        """End the job as failed with ``error`` because the attempts at ``iteration`` spent
+        its crash budget, only if it is still at ``iteration`` (``at_iteration.lua``): a
+        stale attempt never fails a job that has moved on. False when it has (or is gone);
+        True when it failed now, or had ended already."""
+        k, now = self.keys, time.time()
+        retain_keys, retain_args = self._retain(job_id, now, None)
+        code = self._fail_at(
+            keys=[k.job(job_id), k.active, *retain_keys],
+            args=[job_id, now, error, *retain_args, iteration],
+        )
+        return int(code) >= 0
+
     def set_fields(self, job_id: str, **fields: str) -> None:
         """Write fields of the job's hash, only while the job exists (``touch.lua``)."""
         args = [part for pair in fields.items() for part in pair]
@@ -543,9 +631,10 @@ class JobStore:
 
     # -- the callback outbox (``workers.callbacks``) --------------------------------------
     # An ended job that asked for a callback is in the outbox, scored by when its next
-    # attempt is due, from the script that ends it until its delivery settles. Fields of
-    # its hash: ``callback`` (where it stands), ``callback_event`` (the event id) and
-    # ``callback_attempts``.
+    # attempt is due, from the script that ends it until its delivery settles. Its entry
+    # is ``<job id>:<event id>`` (``outbox_claim.lua``): the job that wrote it, not just its
+    # id, which a producer may reuse once the job expired. Fields of its hash: ``callback``
+    # (where it stands), ``callback_event`` (the event id) and ``callback_attempts``.
     @cached_property
     def _claim_callback(self) -> Script:
         return self.redis.register_script(_script("outbox_claim"))
@@ -554,43 +643,66 @@ class JobStore:
     def _settle_callback(self) -> Script:
         return self.redis.register_script(_script("outbox_settle"))
 
-    def claim_callback(self, job_id: str, token: str, *, hold_s: float, early_s: float) -> int:
-        """Take the delivery of the job's callback for ``hold_s`` seconds if it is due (or
-        due within ``early_s``) and nobody holds it: the attempt's number (1, 2, ...);
-        0 when another deliverer holds it, -1 when it is not in the outbox (delivered,
-        settled, never asked for), -2 when it is not due yet, -3 when the job is gone
-        (its entry is dropped)."""
+    def claim_callback(
+        self, job_id: str, token: str, *, hold_s: float, early_s: float
+    ) -> tuple[int, str]:
+        """Take the delivery of the job's callback for ``hold_s`` seconds (at most until the
+        job expires) if it is due (or due within ``early_s``) and nobody holds it: the
+        attempt's number (1, 2, ...) and the event it delivers. Else (code, ""): 0 when
+        another deliverer holds it, -1 when the job has no entry (delivered, settled, never
+        asked for, not ended), -2 when it is not due yet, -3 when the job is gone."""
         k = self.keys
-        return int(
-            self._claim_callback(
-                keys=[k.outbox, k.job(job_id), k.callback_claim(job_id)],
-                args=[job_id, token, int(hold_s * 1000), time.time(), early_s],
-            )
+        number, event = self._claim_callback(
+            keys=[k.outbox, k.job(job_id), k.callback_claim(job_id)],
+            args=[job_id, token, int(hold_s * 1000), time.time(), early_s],
         )
+        return int(number), _s(event)
 
     def settle_callback(
-        self, job_id: str, token: str, outcome: str, *, retry_at: float | None = None
-    ) -> None:
-        """Record an attempt's ``outcome`` in the job (if it still exists) and either take
-        its entry out of the outbox or, with ``retry_at``, make it due then; the claim
-        ``token`` holds is released."""
+        self, job_id: str, token: str, event: str, outcome: str, *, retry_at: float | None = None
+    ) -> bool:
+        """Record the ``outcome`` of an attempt at ``event`` in the job (if it is still the
+        job of that event) and either take the entry out of the outbox or, with
+        ``retry_at``, make it due then; release the claim. Only while ``token`` holds the
+        claim: False, and nothing changed, when it ran out meanwhile."""
         k = self.keys
-        self._settle_callback(
+        settled = self._settle_callback(
             keys=[k.outbox, k.job(job_id), k.callback_claim(job_id)],
-            args=[job_id, token, outcome[:500], "" if retry_at is None else retry_at],
+            args=[job_id, token, event, outcome[:500], "" if retry_at is None else retry_at],
         )
+        return bool(settled)
 
     def callback_event(self, job_id: str) -> str | None:
         """The id of the event the job's callback reports (stable across attempts)."""
         return _text(self.redis.hget(self.keys.job(job_id), "callback_event"))
 
-    def outbox_due(self, before: float, limit: int = 100) -> list[str]:
-        """Jobs in the outbox due at ``before`` or earlier, the longest overdue first."""
+    def outbox_due(self, before: float, limit: int = 100) -> list[tuple[str, str]]:
+        """Entries due at ``before`` or earlier, the longest overdue first: (job id, event
+        id; "" in an entry written before entries named their event)."""
         found = self.redis.zrangebyscore(self.keys.outbox, "-inf", before, start=0, num=limit)
-        return [_s(m) for m in found if isinstance(m, (bytes, str))]
+        return [_parse_entry(_s(m)) for m in found if isinstance(m, (bytes, str))]
 
-    def outbox_postpone(self, job_id: str, at: float) -> None:
-        self.redis.zadd(self.keys.outbox, {job_id: at}, xx=True)
+    def outbox_live(self, entries: list[tuple[str, str]]) -> list[bool]:
+        """Whether each entry is still its job's: it expired (its id maybe reused) if not."""
+        pipe = self.redis.pipeline(transaction=False)
+        for job_id, _ in entries:
+            pipe.hget(self.keys.job(job_id), "callback_event")
+        found = [_text(event) for event in pipe.execute()]
+        pairs = zip(entries, found, strict=True)
+        return [now is not None and event in ("", now) for (_, event), now in pairs]
 
-    def outbox_drop(self, job_id: str) -> None:
-        self.redis.zrem(self.keys.outbox, job_id)
+    def outbox_postpone(self, job_id: str, event: str, at: float) -> None:
+        self.redis.zadd(self.keys.outbox, {_entry(job_id, event): at}, xx=True)
+
+    def outbox_drop(self, job_id: str, event: str) -> None:
+        self.redis.zrem(self.keys.outbox, _entry(job_id, event))
+
+
+def _entry(job_id: str, event: str) -> str:
+    """An outbox member (``outbox_claim.lua``); the bare id when written before events."""
+    return f"{job_id}:{event}" if event else job_id
+
+
+def _parse_entry(member: str) -> tuple[str, str]:
+    job_id, _, event = member.partition(":")
+    return job_id, event

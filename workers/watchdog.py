@@ -9,7 +9,9 @@ duplicate is a no-op (the commit is a compare-and-set, the lease admits one runn
 It also watches the callback outbox (``workers.callbacks``): an entry overdue by
 ``queue_grace_s`` lost its task (a worker killed between the job's end and the POST, or
 holding a retry's countdown), so the watchdog sends ``continuum.callback`` for it again,
-at most ``OUTBOX_BATCH`` per pass; an entry whose job has expired is dropped.
+at most ``OUTBOX_BATCH`` per pass. An entry whose job has expired is dropped, also when a
+new job has taken its id since: Redis cannot drop a member of the outbox when a job's
+keys expire, and no claim takes an entry that is not its job's (``outbox_claim.lua``).
 """
 
 from __future__ import annotations
@@ -55,17 +57,12 @@ def sweep_outbox(
     store = rt.store
     now = time.time() if now is None else now
     due = store.outbox_due(now - rt.settings.queue_grace_s, limit)
-    if not due:
-        return []
-    pipe = store.redis.pipeline(transaction=False)
-    for job_id in due:
-        pipe.exists(store.keys.job(job_id))
     sent = []
-    for job_id, exists in zip(due, pipe.execute(), strict=True):
-        if not exists:  # its retention ran out before its callback was delivered
-            store.outbox_drop(job_id)
+    for (job_id, event), live in zip(due, store.outbox_live(due), strict=True):
+        if not live:  # its retention ran out before its callback was delivered
+            store.outbox_drop(job_id, event)
             continue
-        store.outbox_postpone(job_id, now)
+        store.outbox_postpone(job_id, event, now)
         notify(job_id)
         log.warning("job %s: its callback is overdue: sent again", job_id)
         sent.append(job_id)

@@ -13,9 +13,11 @@ from pathlib import Path
 import httpx
 import pytest
 from redis import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import OutOfMemoryError
-from test_iteration import make_runtime, submit
+from test_iteration import PROMPT, make_runtime, submit
 
+from core import JobSpec, start
 from sim.app import make_transport
 from sim.model import SimModel, SimOptions
 from workers.calls import ProviderPool
@@ -23,7 +25,7 @@ from workers.embedded import EmbeddedRedis
 from workers.iteration import MAX_CRASHES, JobFailed, crash_delay, run_iteration
 from workers.providers.profiles import Profile
 from workers.runtime import Runtime
-from workers.store import JobStatus
+from workers.store import CommitResult, JobStatus
 
 MODEL = "sim:format=text,size=3000"
 
@@ -126,14 +128,19 @@ def full_redis(tmp_path: Path) -> Iterator[Redis]:
         server.stop()
 
 
+#: One script appends this much at once: a script whose first write Redis takes may go on
+#: past ``maxmemory`` (its writes are atomic), leaving Redis well over it, not just past it.
+_FILL = "for _ = 1, tonumber(ARGV[2]) do redis.call('APPEND', KEYS[1], ARGV[1]) end"
+
+
 def fill(client: Redis, key: str) -> None:
-    """Append to ``key`` until Redis refuses writes."""
-    for _ in range(2 * MAXMEMORY // 65536):
-        try:
-            client.append(key, b"x" * 65536)
-        except OutOfMemoryError:
-            return
-    raise AssertionError("Redis never refused a write")
+    """Fill Redis to a few megabytes past ``maxmemory``: filled only just past it, a client
+    buffer freed meanwhile made room for a commit retried after a refusal (the test
+    failed now and then)."""
+    chunk = 65536
+    client.eval(_FILL, 1, key, b"x" * chunk, (MAXMEMORY + 4 * 1024 * 1024) // chunk)
+    with pytest.raises(OutOfMemoryError):
+        client.append(key, b"x")
 
 
 def test_redis_full_after_every_call_pays_for_at_most_the_budget(full_redis: Redis) -> None:
@@ -181,3 +188,141 @@ def test_a_commit_refused_for_a_moment_waits_with_the_reply_in_hand(
     assert rt.store.commits("brief") == {0: 1}
     assert "Redis refused the commit of iteration 0" in caplog.text  # it did wait
     assert full_redis.hget(rt.store.keys.job("brief"), "attempts") == b"1"
+
+
+# -- the crash budget fails only the iteration it was counted for ----------------------------
+
+
+def late_commit(rt: Runtime, job_id: str) -> None:
+    """Iteration 0's commit by an earlier attempt that was paused past its lease, not dead
+    (the commit is a compare-and-set on the iteration, not on the lease): the job moves on."""
+    record = rt.store.load(job_id)
+    assert record is not None
+    code = rt.store.commit(
+        job_id,
+        expected_iteration=0,
+        state=record.state,
+        append="late",
+        replace=False,
+        status=JobStatus.RUNNING,
+        deadline=time.time() + 60,
+        lease_token="paused",
+        summary={},
+    )
+    assert code is CommitResult.COMMITTED
+
+
+def lost_attempts(rt: Runtime, job_id: str, n: int) -> None:
+    for i in range(n):
+        assert rt.store.start_attempt(job_id, 0, f"lost-{i}", 30) == i + 1
+        rt.store.redis.delete(rt.store.keys.lease(job_id))  # its lease ran out
+
+
+def test_the_last_crash_does_not_fail_a_job_that_moved_on(
+    redis_client: Redis, redis_prefix: str
+) -> None:
+    """Four attempts at iteration 0 were lost; the fifth, the budget's last, is in its model
+    call when an earlier attempt's late commit moves the job to iteration 1; then the call
+    raises. The job, at iteration 1, is not failed (it was: the fail took no iteration)."""
+    sim = SimModel(SimOptions(seed=1))
+    rt = make_runtime(redis_client, redis_prefix, sim)
+    submit(rt, "moved", MODEL, fmt="text")
+    lost_attempts(rt, "moved", MAX_CRASHES - 1)
+
+    def moved_on_then_raise() -> None:
+        late_commit(rt, "moved")
+        raise RuntimeError("the call failed")
+
+    metered(rt, sim, during_call=moved_on_then_raise)
+    with pytest.raises(RuntimeError, match="the call failed"):
+        run_iteration(rt, "moved", 0, lambda *a: None)
+    record = rt.store.load("moved")
+    assert record is not None and record.error is None
+    assert record.status is JobStatus.RUNNING and record.iteration == 1
+    assert rt.store.output("moved") == "late"
+
+
+def test_a_spent_budget_does_not_fail_a_job_that_moved_on(
+    redis_client: Redis, redis_prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Five attempts at iteration 0 were lost; the sixth finds the budget spent, and an
+    earlier attempt's late commit lands just before it fails the job: the job, at
+    iteration 1, is not failed, and the sixth attempt ends skipped, calling no model."""
+    sim = SimModel(SimOptions(seed=1))
+    rt = make_runtime(redis_client, redis_prefix, sim)
+    calls = metered(rt, sim)
+    submit(rt, "moved", MODEL, fmt="text")
+    lost_attempts(rt, "moved", MAX_CRASHES)
+    attempt_error = rt.store.attempt_error
+
+    def moved_on_meanwhile(job_id: str) -> str | None:
+        late_commit(rt, job_id)
+        return attempt_error(job_id)
+
+    monkeypatch.setattr(rt.store, "attempt_error", moved_on_meanwhile)
+    result = run_iteration(rt, "moved", 0, lambda *a: None)
+    assert "moved on" in str(result["skipped"]) and calls == [0]
+    record = rt.store.load("moved")
+    assert record is not None and record.error is None
+    assert record.status is JobStatus.RUNNING and record.iteration == 1
+
+
+# -- a commit whose reply was lost ------------------------------------------------------------
+
+
+def reply_lost_once(rt: Runtime, monkeypatch: pytest.MonkeyPatch) -> list[CommitResult]:
+    """The store's first commit lands in Redis, then its reply is lost (the connection
+    drops); the worker tries again and finds the iteration committed. Returns what the
+    first one wrote (its code), once it ran."""
+    commit, landed = rt.store.commit, []
+
+    def lost(*args: object, **kwargs: object) -> CommitResult:
+        code = commit(*args, **kwargs)  # type: ignore[arg-type]
+        if landed:
+            return code
+        landed.append(code)
+        raise RedisConnectionError("Connection closed by server.")
+
+    monkeypatch.setattr(rt.store, "commit", lost)
+    return landed
+
+
+def test_a_commit_whose_reply_was_lost_chains_the_next_iteration_at_once(
+    redis_client: Redis, redis_prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The retry of the commit finds it stale, because it was its own: the worker sees its
+    step in the job and sends iteration 1 itself (it sent nothing, and the job waited for
+    the watchdog, ``queue_grace_s`` later)."""
+    sim = SimModel(SimOptions(seed=1))
+    rt = make_runtime(redis_client, redis_prefix, sim)
+    submit(rt, "lost", MODEL, fmt="text")
+    landed = reply_lost_once(rt, monkeypatch)
+    sent: list[tuple[str, int, float, str]] = []
+    result = run_iteration(rt, "lost", 0, lambda *a: sent.append(a))
+    assert landed == [CommitResult.COMMITTED]
+    assert result["commit"] == "committed" and sent == [("lost", 1, 0.0, "continuum")]
+    assert rt.store.commits("lost") == {0: 1}
+
+
+def test_a_final_commit_whose_reply_was_lost_sends_the_callback_at_once(
+    redis_client: Redis, redis_prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same for the commit that ends the job: its callback task is sent at once (it
+    waited for the watchdog's outbox sweep)."""
+    sim = SimModel(SimOptions(seed=1))
+    rt = make_runtime(redis_client, redis_prefix, sim)
+    spec = JobSpec(
+        prompt=PROMPT,
+        format="text",
+        model="sim:format=text,size=100",
+        providers=["sim"],
+        max_output_tokens=300,
+        callback_url="http://127.0.0.1:9/hook",
+    )
+    state = start(spec).model_dump_json()
+    rt.store.create("short", spec.model_dump_json(), state, deadline=time.time() + 60)
+    landed = reply_lost_once(rt, monkeypatch)
+    notified: list[str] = []
+    result = run_iteration(rt, "short", 0, lambda *a: None, notified.append)
+    assert landed == [CommitResult.COMMITTED] and result["status"] == "succeeded"
+    assert result["commit"] == "committed" and notified == ["short"]

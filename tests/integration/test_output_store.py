@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -130,6 +131,72 @@ def test_a_reader_follows_commits_and_stops_at_a_replacement(
     redis_client.delete(*store.keys.job_keys("j"))
     with pytest.raises(OutputChanged):
         list(reader)
+
+
+def test_a_read_spans_chunks_and_stops_where_the_next_commit_writes(
+    redis_client: Redis, redis_prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One read takes up to ``READ_BYTES`` across as many chunks as that spans. A read
+    that ends at the end of a last chunk with room left stays there: the next commit
+    fills that chunk first, and the reader gets those bytes too."""
+    monkeypatch.setattr(store_module, "READ_BYTES", 1000)
+    store = JobStore(redis_client, prefix=redis_prefix, output_chunk_bytes=CHUNK)
+    started(store, "j")
+    commit(store, "j", 0, "a" * 100)  # a chunk full, one with room for 28 bytes
+    reader = store.iter_output("j")
+    assert next(reader) == b"a" * 100
+    for i, piece in enumerate(PIECES * 3, start=1):
+        commit(store, "j", i, piece)
+    rest = list(reader)
+    assert b"".join(rest) == "".join(PIECES * 3).encode()
+    assert len(rest[0]) == 1000  # across 16 chunks or more
+
+
+def test_reads_are_exact_across_chunks_of_every_size(
+    redis_client: Redis, redis_prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Chunks of several sizes (the chunk size changed between commits): a read of any
+    size from any offset gives exactly those bytes."""
+    store = JobStore(redis_client, prefix=redis_prefix, output_chunk_bytes=CHUNK)
+    larger = JobStore(redis_client, prefix=redis_prefix, output_chunk_bytes=16 * CHUNK)
+    started(store, "j")
+    for i, piece in enumerate(PIECES * 2):
+        commit(store if i % 3 else larger, "j", i, piece * 3)
+    data = "".join(piece * 3 for piece in PIECES * 2).encode()
+    assert len({len(p) for p in chunks(store, "j")}) > 5
+    for most in (1, 7, 64, 100, 1500, 100_000):
+        monkeypatch.setattr(store_module, "READ_BYTES", most)
+        for start in (0, 1, 63, 64, 65, 1000, len(data) - 1):
+            assert b"".join(store.iter_output("j", start)) == data[start:], (most, start)
+            stop = min(len(data), start + 777)
+            assert b"".join(store.iter_output("j", start, stop)) == data[start:stop]
+
+
+def test_a_long_output_in_small_chunks_reads_in_few_round_trips(
+    redis_client: Redis, redis_prefix: str
+) -> None:
+    """2 MB in 64-byte chunks (32,000 of them) is read in parts of ``READ_BYTES``, each one
+    round trip, not one per chunk (that took 3.2 s; this about 0.05 s)."""
+    store = JobStore(redis_client, prefix=redis_prefix, output_chunk_bytes=CHUNK)
+    started(store, "long")
+    piece = ("a" * 99 + "é漢🙂\n") * 300  # ~32 KB
+    for i in range(64):
+        commit(store, "long", i, piece)
+    size = store.output_size("long")
+    assert size > 2_000_000 and len(chunks(store, "long")) > size // CHUNK
+    reads = 0
+    read = store._read
+
+    def counted(*args: Any) -> list[Any]:
+        nonlocal reads
+        reads += 1
+        return read(*args)
+
+    store._read = counted  # type: ignore[method-assign]
+    began = time.perf_counter()
+    assert store.output("long") == piece * 64
+    assert time.perf_counter() - began < 5
+    assert reads <= size // store_module.READ_BYTES + 2  # the last read finds the end
 
 
 def test_the_layout_before_chunks_is_read_then_cut_into_chunks(

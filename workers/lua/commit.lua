@@ -1,27 +1,45 @@
 -- Commit one iteration exactly once: compare-and-set on the iteration number.
 -- A duplicate or stale delivery finds another iteration number and changes nothing.
--- KEYS: job hash, output (a list of chunks), lease, commits hash, active zset
+-- KEYS: job hash, output (a list of chunks), lease, commits hash, active zset, staging
+--       list (the text stage.lua wrote for this commit; nothing when it was not staged)
 -- ARGV: job id, expected iteration, state json, append text, replace ("1"/"0"),
 --       status, now, deadline ("" when the job is over), lease token,
---       summary json, result json (or ""), then retain's three (retain.lua)
--- KEYS after the five: retain's (the job's keys, its batch's)
+--       summary json, result json (or ""), the staging list's mark when it is complete
+--       ("" when nothing was staged: the text is ARGV[4]), the bytes staged, then
+--       retain's (retain.lua)
+-- KEYS after the six: retain's (the job's keys, its batch's)
+-- Returns 1 committed, 0 stale, -1 no such job, -2 cancelled, -3 ended, -4 the staging
+-- list is not as its parts left it (it expired before the commit); whatever the code,
+-- no staging list is left.
+local staged = ARGV[12] ~= '' and KEYS[6] or nil
+
+local function refuse(code)
+  if staged then
+    redis.call('DEL', staged)
+  end
+  return code
+end
+
 local current = redis.call('HGET', KEYS[1], 'iteration')
 if current == false then
-  return -1
+  return refuse(-1)
 end
 if tonumber(current) ~= tonumber(ARGV[2]) then
-  return 0
+  return refuse(0)
 end
 local status = redis.call('HGET', KEYS[1], 'status')
 if status == 'cancelled' then
-  return -2
+  return refuse(-2)
 end
 if status == 'succeeded' or status == 'partial' or status == 'failed' then
   -- The job ended while this iteration ran (failed by a poison message, a crash budget,
   -- an operator): a late commit never revives it.
-  return -3
+  return refuse(-3)
 end
-write_output(KEYS[1], KEYS[2], ARGV[4], ARGV[5] == '1') -- output.lua
+if staged and staged_mark(staged) ~= ARGV[12] then
+  return refuse(-4)
+end
+write_output(KEYS[1], KEYS[2], ARGV[4], ARGV[5] == '1', staged, ARGV[13]) -- output.lua
 redis.call('HSET', KEYS[1], 'state', ARGV[3], 'iteration', tonumber(ARGV[2]) + 1,
   'status', ARGV[6], 'updated_at', ARGV[7], 'summary', ARGV[10])
 if ARGV[11] ~= '' then
@@ -37,6 +55,6 @@ if redis.call('GET', KEYS[3]) == ARGV[9] then
   redis.call('DEL', KEYS[3])
 end
 if ends(ARGV[6]) then
-  retain(6, 12)
+  retain(7, 14)
 end
 return 1

@@ -1,6 +1,6 @@
--- The output: prepended by workers.store to commit.lua, after a line `local CHUNK = n`
--- (CONTINUUM_OUTPUT_CHUNK_BYTES), so an iteration's text is written in the same script
--- as its state.
+-- The output: prepended by workers.store to commit.lua and stage.lua, after a line
+-- `local CHUNK = n` (CONTINUUM_OUTPUT_CHUNK_BYTES), so an iteration's text is written in
+-- the same script as its state.
 --
 -- A job's output (Keys.output) is a Redis list of chunks, its text their concatenation.
 -- A chunk holds at most CHUNK bytes and ends between two UTF-8 characters, so no value
@@ -8,6 +8,9 @@
 -- appends to the last chunk while it has room, then pushes new ones. The job hash keeps
 -- `output_bytes` (the length, O(1)) and `output_gen` (how many times the output was
 -- replaced: a reader in the middle of it stops, read_output.lua).
+-- A text too large for one argument of a command (workers.store.STAGE_BYTES) reaches its
+-- commit staged: already cut into chunks in a list of its own (stage.lua), which the
+-- commit takes whole.
 -- A string at that key is the layout before chunks (one string, appended): the first
 -- commit after an upgrade cuts it into chunks; readers take both.
 
@@ -39,22 +42,9 @@ local function push_chunks(out, text, i)
   end
 end
 
-local function write_output(job, out, text, replace)
-  if replace then
-    redis.call('DEL', out)
-    redis.call('HINCRBY', job, 'output_gen', 1)
-    redis.call('HSET', job, 'output_bytes', 0)
-  end
-  if text == '' then
-    return
-  end
-  if redis.call('TYPE', out)['ok'] == 'string' then
-    local old = redis.call('GET', out)
-    redis.call('DEL', out)
-    redis.call('HSET', job, 'output_bytes', #old)
-    push_chunks(out, old, 1)
-  end
-  -- Another type raises WRONGTYPE here, before anything is written.
+-- Append `text` to the list of chunks `out`: to its last chunk while it has room, then
+-- in new ones.
+local function append_chunks(out, text)
   local last = redis.call('LINDEX', out, -1)
   local i = 1
   if last and #last < CHUNK then
@@ -65,5 +55,51 @@ local function write_output(job, out, text, replace)
     end
   end
   push_chunks(out, text, i)
+end
+
+-- How far a staging list has got: its chunks and its last chunk's bytes ("0:0": none).
+-- Each part staged changes it, so a list that expired, or a part sent twice, shows.
+local function staged_mark(list)
+  local last = redis.call('LINDEX', list, -1)
+  return redis.call('LLEN', list) .. ':' .. (last and #last or 0)
+end
+
+-- Put the staged chunks after the output's: the list itself when there is no output yet
+-- (a replacement: O(1)), else chunk by chunk (the last chunk before them stays as it
+-- is). RENAME keeps the staging list's TTL, which the output must not have.
+local function take_staged(out, staged)
+  if redis.call('EXISTS', out) == 0 then
+    redis.call('RENAME', staged, out)
+    redis.call('PERSIST', out)
+    return
+  end
+  while redis.call('LMOVE', staged, out, 'LEFT', 'RIGHT') do
+  end
+end
+
+-- Write an iteration's output: `text`, or with `staged` the `staged_bytes` bytes of
+-- chunks in that list (its text is then ''). Another type at `out` raises WRONGTYPE
+-- before anything is written (LINDEX, LMOVE), unless it is replaced.
+local function write_output(job, out, text, replace, staged, staged_bytes)
+  if replace then
+    redis.call('DEL', out)
+    redis.call('HINCRBY', job, 'output_gen', 1)
+    redis.call('HSET', job, 'output_bytes', 0)
+  end
+  if text == '' and not staged then
+    return
+  end
+  if redis.call('TYPE', out)['ok'] == 'string' then
+    local old = redis.call('GET', out)
+    redis.call('DEL', out)
+    redis.call('HSET', job, 'output_bytes', #old)
+    push_chunks(out, old, 1)
+  end
+  if staged then
+    take_staged(out, staged)
+    redis.call('HINCRBY', job, 'output_bytes', staged_bytes)
+    return
+  end
+  append_chunks(out, text)
   redis.call('HINCRBY', job, 'output_bytes', #text)
 end

@@ -14,9 +14,11 @@ local function ends(status)
 end
 
 -- The job's callback goes into the outbox with its end, atomically: whatever happens to
--- the worker after this script, the callback is delivered (workers.callbacks). A job kept
--- only to say its submission was invalid (state "{}", workers.submit.record_invalid) is
--- never called back: its callback_url was never validated.
+-- the worker after this script, the callback is delivered (workers.callbacks). Its entry
+-- is "<job id>:<event id>": this job's own, never taken for a later job of the same id
+-- (outbox_claim.lua). A job kept only to say its submission was invalid (state "{}",
+-- workers.submit.record_invalid) is never called back: its callback_url was never
+-- validated.
 local function call_back(job, outbox, a)
   if redis.call('HGET', job, 'state') == '{}' then
     return
@@ -28,7 +30,7 @@ local function call_back(job, outbox, a)
   end
   redis.call('HSET', job, 'callback', 'pending', 'callback_event', ARGV[a + 4],
     'callback_attempts', 0)
-  redis.call('ZADD', outbox, ARGV[a + 3], ARGV[a + 5])
+  redis.call('ZADD', outbox, ARGV[a + 3], ARGV[a + 5] .. ':' .. ARGV[a + 4])
 end
 
 local function retain(k, a)
