@@ -1,9 +1,12 @@
 """Continuation and repair prompts (seed 000 step 1, seed 003, seed 004).
 
-A continuation request is the job's original conversation plus one user turn that says
-what was delivered, shows the structure at the cut (budgeted), asks for the progress
-marker, and gives the exact text to repeat. The repeat block is delimited so that a model,
-or the simulator, can find it: ``<<<REPEAT`` on its own line, the text, ``REPEAT>>>``.
+The first request is the job's conversation after a system message that states the
+job's format (``opening_messages``): a model told nothing writes what the prompt suggests,
+and a CSV job asked to "List the exhibits" would get prose. Every later request starts
+with the same messages. A continuation request adds one user turn that says what was
+delivered, shows the structure at the cut (budgeted), asks for the progress marker, and
+gives the exact text to repeat. The repeat block is delimited so that a model, or the
+simulator, can find it: ``<<<REPEAT`` on its own line, the text, ``REPEAT>>>``.
 """
 
 from __future__ import annotations
@@ -36,6 +39,27 @@ _WHAT = {
     OutputFormat.TEXT: "Continue the text exactly where it was cut. Output only the text: "
     "no explanations, do not start it again.",
 }
+
+
+#: The system message that opens every request of a job with a format (``auto``: none).
+#: Each names its own format only, so a reader (a model, the simulator) finds one format.
+FORMAT_INSTRUCTIONS = {
+    OutputFormat.JSON: "Answer with one JSON document and nothing else: no code fences, "
+    "no explanations before or after it.",
+    OutputFormat.CSV: "Answer with CSV data and nothing else: a header row, then one record "
+    "per line; no code fences, no explanations before or after it.",
+    OutputFormat.MARKDOWN: "Answer with a Markdown document and nothing else: no "
+    "explanations before or after it.",
+    OutputFormat.TEXT: "Answer with plain text and nothing else: no explanations before or "
+    "after it.",
+}
+
+
+def opening_messages(spec: JobSpec) -> list[Message]:
+    """The first request's messages: the format stated, then the job's conversation."""
+    instruction = FORMAT_INSTRUCTIONS.get(spec.output_format)
+    stated = [Message(role="system", content=instruction)] if instruction else []
+    return [*stated, *spec.conversation()]
 
 
 def overlap_context(tail: str, size: int, element_start: int | None = None) -> str:
@@ -158,7 +182,7 @@ def continuation_messages(
         "after its end:",
         REPEAT_OPEN + overlap + REPEAT_CLOSE,
     ]
-    return [*spec.conversation(), Message(role="user", content="\n".join(lines))]
+    return [*opening_messages(spec), Message(role="user", content="\n".join(lines))]
 
 
 #: Characters of the cut quoted back in a retry: enough to place the cut, short enough that
@@ -192,7 +216,7 @@ def retry_messages(messages: list[Message], problem: str, tail: str) -> list[Mes
 def repair_messages(spec: JobSpec, output: str, error: str) -> list[Message]:
     """Seed 001's one-shot repair: the failed output and its exact error fed back."""
     return [
-        *spec.conversation(),
+        *opening_messages(spec),
         Message(role="assistant", content=output),
         Message(
             role="user",

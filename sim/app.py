@@ -6,7 +6,7 @@ accepted and ignored):
 
 - ``POST /v1/chat/completions``: a Chat Completions call.
 - ``GET /v1/models``: the one model, ``sim`` (``sim:key=value,...`` selects options).
-- ``POST /sim/target``: ``{"prompt", "model"?, "seed"?}`` or ``{"messages", ...}`` ->
+- ``POST /sim/target``: ``{"prompt", "model"?, "seed"?, "format"?}`` or ``{"messages", ...}`` ->
   ``{"target": ...}``, the whole document a job's replies are cut from.
 - ``GET /healthz``.
 

@@ -1,7 +1,9 @@
 """Reading a Chat Completions request the way the simulated model needs it.
 
 The simulated model reads what a real one would: the job's prompt (the first user
-message), and in a continuation request the text it is asked to repeat (between
+message), the format a system message asks for (``stated_format``: the engine opens every
+request of a job with one, ``core.prompts.FORMAT_INSTRUCTIONS``), and in a continuation
+request the text it is asked to repeat (between
 ``<<<REPEAT`` and ``REPEAT>>>``) and how much was delivered (``Delivered so far: N
 characters``). It then finds where in its document that text ends (``locate``).
 """
@@ -13,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.prompts import REPEAT_CLOSE, REPEAT_OPEN
+from sim.documents import format_from_prompt, named_format
 from sim.options import SimOptions, model_options
 
 DEFAULT_MAX_TOKENS = 4096
@@ -30,11 +33,23 @@ class ChatRequest:
     model: str
     options: SimOptions
     prompt: str
+    stated_format: str | None  # the format the first system message naming one asks for
     last_user: str
     prefill: str | None  # a trailing assistant message, continued exactly
     max_tokens: int
     seed: int | None
     prompt_chars: int
+
+    @property
+    def format(self) -> str:
+        """The format of the document this request is answered from."""
+        return document_format(self.options, self.stated_format, self.prompt)
+
+
+def document_format(options: SimOptions, stated: str | None, prompt: str) -> str:
+    """The ``format`` option (a sim knob: the server's or the model name's), else the format
+    the request states (the job's), else the one the prompt's words name, else text."""
+    return options.format or stated or format_from_prompt(prompt)
 
 
 def message_text(content: Any) -> str:
@@ -96,12 +111,22 @@ def parse_chat(body: Any, base: SimOptions) -> ChatRequest:
         model=model,
         options=options,
         prompt=users[0],
+        stated_format=stated_format(turns),
         last_user=users[-1],
         prefill=turns[-1][1] if turns[-1][0] == "assistant" else None,
         max_tokens=DEFAULT_MAX_TOKENS if limit is None else limit,
         seed=_int_field(body, "seed"),
         prompt_chars=sum(len(text) for _, text in turns),
     )
+
+
+def stated_format(turns: list[tuple[str, str]]) -> str | None:
+    """The format the first system message that names one asks for, as a model reads its
+    instructions (json, csv, markdown, plain text); None when no system message does."""
+    for role, text in turns:
+        if role == "system" and (fmt := named_format(text)) is not None:
+            return fmt
+    return None
 
 
 def find_repeat(message: str) -> tuple[str, int | None] | None:

@@ -65,16 +65,23 @@ def _rng(prompt: str, fmt: str, seed: int) -> random.Random:
     return random.Random(int.from_bytes(digest[:8], "big"))
 
 
-def format_from_prompt(prompt: str) -> str:
-    """The format a prompt asks for: json, csv or markdown by keyword; text otherwise."""
-    lowered = prompt.lower()
+def named_format(text: str) -> str | None:
+    """The format a text names: json, csv, markdown (or md), plain text; None if none."""
+    lowered = text.lower()
     if re.search(r"\bjson\b", lowered):
         return "json"
     if re.search(r"\bcsv\b", lowered):
         return "csv"
     if re.search(r"\b(markdown|md)\b", lowered):
         return "markdown"
-    return "text"
+    if re.search(r"\bplain text\b", lowered):
+        return "text"
+    return None
+
+
+def format_from_prompt(prompt: str) -> str:
+    """The format a prompt asks for: json, csv or markdown by keyword; text otherwise."""
+    return named_format(prompt) or "text"
 
 
 def _word(rng: random.Random, unicode_share: float = 0.1) -> str:

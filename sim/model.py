@@ -20,9 +20,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from sim import seam_chaos
-from sim.conversation import ChatRequest, RequestError, find_repeat, locate, parse_chat
+from sim.conversation import (
+    ChatRequest,
+    RequestError,
+    document_format,
+    find_repeat,
+    locate,
+    parse_chat,
+)
 from sim.doc_variants import vary
-from sim.documents import format_from_prompt, target
+from sim.documents import FORMATS, target
 from sim.options import CHAOS_KNOBS, SimOptions, model_options
 from sim.replies import (
     PROSE_FIRST,
@@ -74,16 +81,18 @@ class SimModel:
         """The whole document a job's requests are answered from.
 
         ``body_or_prompt``: the prompt, or a body with ``messages`` (the first user message
-        is the prompt) or ``prompt``, and optionally ``model`` (``sim:k=v,...``) and
-        ``seed``. ``options`` replaces the server's options as the base.
+        is the prompt, a system message may state the format) or ``prompt`` (and optionally
+        ``format``: the job's), and optionally ``model`` (``sim:k=v,...``) and ``seed``.
+        ``options`` replaces the server's options as the base.
         """
         base = options or self.options
         if isinstance(body_or_prompt, str):
-            return self._target(body_or_prompt, base, None)
+            fmt = document_format(base, None, body_or_prompt)
+            return self._target(body_or_prompt, fmt, base, None)
         body = body_or_prompt
         if "messages" in body:
             request = parse_chat(body, base)
-            return self._target(request.prompt, request.options, request.seed)
+            return self._target(request.prompt, request.format, request.options, request.seed)
         prompt = body.get("prompt")
         if not isinstance(prompt, str) or not prompt:
             raise RequestError("give 'prompt' (a non-empty string) or 'messages'")
@@ -97,10 +106,13 @@ class SimModel:
         seed = body.get("seed")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
             raise RequestError("'seed' must be an integer")
-        return self._target(prompt, opts, seed)
+        stated = body.get("format")
+        if stated is not None and stated not in (*FORMATS, "auto"):
+            raise RequestError(f"'format' must be one of {', '.join(FORMATS)} or auto")
+        fmt = document_format(opts, None if stated == "auto" else stated, prompt)
+        return self._target(prompt, fmt, opts, seed)
 
-    def _target(self, prompt: str, options: SimOptions, seed: int | None) -> str:
-        fmt = options.format or format_from_prompt(prompt)
+    def _target(self, prompt: str, fmt: str, options: SimOptions, seed: int | None) -> str:
         seed = options.seed if seed is None else seed
         key = (prompt, fmt, options.size, seed, options.periodic, options.multibyte)
         with self._lock:
@@ -166,8 +178,8 @@ class SimModel:
     def _reply(self, request: ChatRequest, chaos: _Chaos) -> tuple[str, str]:
         """The reply's content and finish reason."""
         opts = request.options
-        text = self._target(request.prompt, opts, request.seed)
-        fmt = opts.format or format_from_prompt(request.prompt)
+        fmt = request.format
+        text = self._target(request.prompt, fmt, opts, request.seed)
         limit = max(1, int(request.max_tokens * opts.chars_per_token))
         if "empty" in chaos:
             return "", "length"

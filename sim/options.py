@@ -22,6 +22,11 @@ REQUEST_LIMITS: dict[str, float] = {
     "latency": 120.0,
     "retry_after": 600.0,
 }
+#: The default document's length: long enough that the documented 500-token jobs
+#: (``max_output_tokens`` 500: 2,000 characters a reply, 1,800 new after the 200 repeated)
+#: are continued six times, few enough that they finish within the default budget of 10
+#: continuations with room for retries (at 20,000 they needed all ten, and ended partial).
+DEFAULT_SIZE = 12_000
 Chance = Annotated[float, Field(ge=0.0, le=1.0)]
 Seconds = Annotated[float, Field(ge=0.0, le=86_400.0)]
 
@@ -61,7 +66,8 @@ SEAM_KNOBS = {
 class SimOptions(BaseModel):
     """The simulated model's behaviour.
 
-    Document: ``format`` (None: from the prompt's keywords), ``size`` (characters),
+    Document: ``format`` (None: the one the request's system message states, else the
+    prompt's keywords), ``size`` (characters, :data:`DEFAULT_SIZE`),
     ``seed`` (documents and chaos draws), ``chars_per_token`` (the output limit is
     ``max_tokens`` times this), ``overlap`` (characters of the cut a continuation repeats;
     0: exact continuation), ``marker`` (a progress marker first on continuation replies).
@@ -96,7 +102,7 @@ class SimOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     format: Format | None = None
-    size: Annotated[int, Field(gt=0, le=500_000_000)] = 20000
+    size: Annotated[int, Field(gt=0, le=500_000_000)] = DEFAULT_SIZE
     seed: int = 0
     chars_per_token: Annotated[float, Field(gt=0, le=1_000)] = 4.0
     overlap: Annotated[int, Field(ge=0, le=10_000_000)] = 200

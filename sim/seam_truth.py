@@ -149,8 +149,10 @@ def natural_duplicate(dup: str, before: str, following: str) -> bool:
         return True
     if dup + dup in before:
         return True
-    if dup.endswith("\n") and before[-len(dup) - 1 : -len(dup)] in ("\n", "") and (
-        before.count(dup) >= 2
+    if (
+        dup.endswith("\n")
+        and before[-len(dup) - 1 : -len(dup)] in ("\n", "")
+        and (before.count(dup) >= 2)
     ):
         return True
     runs = re.findall(r"\w+", dup)
@@ -248,8 +250,10 @@ def label_first(fmt: str, prefix: str, doc: str, fenced: bool, header: int) -> l
     ):
         out.append("the first reply's prose has as many fields as the header")
     lines = [ln for ln in doc.split("\n") if ln.strip()]
-    if fenced and lines and (
-        seam_wrappers.fence_line(lines[0]) or seam_wrappers.fence_line(lines[-1])
+    if (
+        fenced
+        and lines
+        and (seam_wrappers.fence_line(lines[0]) or seam_wrappers.fence_line(lines[-1]))
     ):
         out.append("the document starts or ends with a code fence inside a fenced reply")
     return out

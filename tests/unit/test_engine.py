@@ -32,7 +32,7 @@ from core import (
     start,
 )
 from core.progress import MARKER_TEMPLATE
-from core.prompts import REPEAT_CLOSE, REPEAT_OPEN
+from core.prompts import REPEAT_CLOSE, REPEAT_OPEN, opening_messages
 from core.state import MAX_ITERATION_RECORDS, TAIL_CHARS
 
 # -- fixtures ----------------------------------------------------------------------------
@@ -273,7 +273,8 @@ def test_cut_reply_continues_with_the_overlap_and_the_progress_request() -> None
     assert overlap == state.overlap
     assert MARKER_TEMPLATE in prompt
     assert "$.items[3].name" in prompt
-    assert d.messages[0] == Message(role="user", content="Write the document.")
+    assert d.messages[:-1] == opening_messages(job())  # the format stated, then the prompt
+    assert d.messages[1] == Message(role="user", content="Write the document.")
     assert state.metadata.was_continued and state.metadata.continuation_count == 1
     # the fallback is the cut text closed into valid JSON
     assert state.fallback is not None
@@ -335,7 +336,7 @@ def test_unparseable_first_reply_retries_the_original_conversation() -> None:
     spec = job()
     state, d = advance(start(spec), reply("<html>not json</html>"))
     assert isinstance(d, Retry)
-    assert d.messages == spec.conversation()
+    assert d.messages == opening_messages(spec)
     assert state.length == 0 and state.scan is None
 
 
@@ -511,7 +512,7 @@ def test_missing_finish_reason_is_a_malformed_reply_to_retry() -> None:
     state, d = advance(start(spec), reply(DOC, None))
     assert isinstance(d, Retry)
     assert "malformed" in d.reason and not d.backoff
-    assert d.messages == spec.conversation()
+    assert d.messages == opening_messages(spec)
     assert state.length == 0
     assert state.metadata.finish_reasons == [None]
 

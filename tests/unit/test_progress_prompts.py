@@ -13,6 +13,7 @@ from core.progress import MARKER_TEMPLATE, Stall, split_marker
 from core.prompts import (
     CONTEXT_CLOSE,
     CONTEXT_OPEN,
+    FORMAT_INSTRUCTIONS,
     REPEAT_CLOSE,
     REPEAT_OPEN,
     continuation_messages,
@@ -243,8 +244,9 @@ def test_continuation_keeps_the_original_conversation_first() -> None:
     messages = continuation_messages(
         spec, OutputFormat.CSV, overlap="3,Paris\n4,Lyo", context="id,city", delivered="9 chars"
     )
-    assert messages[: len(turns)] == turns
-    assert len(messages) == len(turns) + 1
+    stated = Message(role="system", content=FORMAT_INSTRUCTIONS[OutputFormat.CSV])
+    assert messages[: len(turns) + 1] == [stated, *turns]  # the format stated first
+    assert len(messages) == len(turns) + 2
     last = messages[-1]
     assert last.role == "user"
     assert "Delivered so far: 9 chars." in last.content
@@ -265,9 +267,10 @@ def test_every_format_has_its_instructions(fmt: OutputFormat) -> None:
 def test_repair_messages_feed_back_the_output_and_the_error() -> None:
     spec = JobSpec(prompt="p", format="json")
     messages = repair_messages(spec, '{"a": }', "Expecting value: line 1 column 7")
-    assert [m.role for m in messages] == ["user", "assistant", "user"]
-    assert messages[1].content == '{"a": }'
+    assert [m.role for m in messages] == ["system", "user", "assistant", "user"]
+    assert messages[0].content == FORMAT_INSTRUCTIONS[OutputFormat.JSON]
+    assert messages[2].content == '{"a": }'
     assert "Your previous output had an error: Expecting value: line 1 column 7" in (
-        messages[2].content
+        messages[3].content
     )
-    assert "Output ONLY the corrected JSON" in messages[2].content
+    assert "Output ONLY the corrected JSON" in messages[3].content

@@ -154,7 +154,8 @@ def test_repair_prompt_feeds_back_the_exact_error_and_the_output() -> None:
     assert isinstance(decision, Retry) and not decision.backoff
     assert after.phase == "repair"
     messages = decision.messages
-    assert messages[0].content == "List the items as JSON."
+    assert messages[0].role == "system"  # the format stated, as in every request
+    assert messages[1].content == "List the items as JSON."
     assert (messages[-2].role, messages[-2].content) == ("assistant", INVALID)
     assert messages[-1].role == "user"
     assert f"Your previous output had an error: {INVALID_ERROR}" in messages[-1].content
