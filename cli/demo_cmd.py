@@ -4,8 +4,9 @@ On a fresh machine with nothing configured: start an embedded Redis (unless
 ``REDIS_URL``), two workers and the watchdog; submit a batch of long jobs in every format
 to the simulated LLM with chaos (code fences, prose, repeated overlaps, restarts, 500s,
 429s) and, for half of them, a first provider that is down so they fall back; SIGKILL a
-worker in the middle and start another; follow every job with a progress bar; end with a
-table comparing each result with the simulator's target. Exit 0 only when all are exact.
+worker in the middle (the stack's supervisor restarts it, as under ``continuum up``);
+follow every job with a progress bar; end with a table comparing each result with the
+simulator's target. Exit 0 only when all are exact.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def register(commands: Any) -> None:
         help="run the whole stack on a batch of long jobs, killing a worker mid-way",
         description="Start Redis (embedded unless REDIS_URL), two workers and the watchdog; "
         "submit a batch of long jobs in every format to the simulated LLM with chaos; "
-        "SIGKILL a worker mid-way and start another; show progress; end with a table of "
+        "SIGKILL a worker mid-way (it is restarted); show progress; end with a table of "
         "results compared with the simulator's target. Exit 0 only when every job is exact.",
     )
     p.add_argument("--jobs-per-format", type=int, default=2, metavar="N", help="(2)")
@@ -77,7 +78,7 @@ def run_demo(args: argparse.Namespace) -> int:
     from rich.console import Console  # noqa: PLC0415
     from rich.table import Table  # noqa: PLC0415
 
-    from cli.stack import Stack, StackError  # noqa: PLC0415
+    from cli.stack import Stack, StackError, Supervisor  # noqa: PLC0415
 
     console = Console(stderr=False)
     root = Path.cwd()
@@ -103,7 +104,7 @@ def run_demo(args: argparse.Namespace) -> int:
         stack.worker(8)
         stack.beat()
         os.environ.update(stack.env)  # this process submits and follows with the same settings
-        records, killed = _run_batch(args, stack, first, specs, console)
+        records, killed = _run_batch(args, Supervisor(stack), first, specs, console)
     except StackError as exc:
         console.print(f"continuum demo: {exc}", markup=False)
         return 1
@@ -147,12 +148,13 @@ def run_demo(args: argparse.Namespace) -> int:
 
 def _run_batch(
     args: argparse.Namespace,
-    stack: Any,
+    supervisor: Any,
     victim: Any,
     specs: list[dict[str, Any]],
     console: Any,
 ) -> tuple[dict[str, tuple[Any, str | None]], str]:
-    """Submit the batch, follow it, kill ``victim`` mid-way; the records and outputs."""
+    """Submit the batch, follow it, kill ``victim`` mid-way (the supervisor, checked at
+    every poll, restarts it); the records and outputs."""
     from cli.progress import follow  # noqa: PLC0415
     from workers.runtime import build_runtime  # noqa: PLC0415
     from workers.settings import get_settings  # noqa: PLC0415
@@ -172,13 +174,13 @@ def _run_batch(
 
     def tick(records: Mapping[str, Any]) -> None:
         nonlocal killed
+        supervisor.check()
         if killed:
             return
         done = sum(r.iteration for r in records.values() if r is not None)
         if done >= 0.4 * expected:  # well under way
-            stack.kill(victim)
-            stack.worker(8, wait=False)
-            killed = f"{victim.name} killed with SIGKILL at {done} iterations, another started"
+            supervisor.stack.kill(victim)
+            killed = f"{victim.name} killed with SIGKILL at {done} iterations, then restarted"
             console.print(f"  [yellow]{killed}[/]")
 
     labels = {s["job_id"]: f"{s['format']:<8} {s['job_id'][-1]}" for s in specs}

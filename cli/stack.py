@@ -3,7 +3,8 @@ watchdog, the status API and Flower, each a child process with its log in ``var/
 
 Used by ``continuum up`` and ``continuum demo``. Children run in their own process group
 (a Ctrl-C reaches this process only), so the stack stops them in order: workers and the
-rest with SIGTERM (SIGKILL after a grace period), then the embedded Redis last.
+rest with SIGTERM (SIGKILL after a grace period), then the embedded Redis last. A
+``Supervisor`` restarts a child that dies, with backoff, and gives up on a crash loop.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +24,12 @@ from workers.embedded import EmbeddedRedis, redact_url, resolve_redis_url
 CONTINUUM = [sys.executable, "-m", "cli.main"]
 READY_TIMEOUT_S = 60.0
 STOP_GRACE_S = 10.0
+# A child that dies is started again after 0.5 s, then 1, 2, 4, 8 s while it keeps dying;
+# one that dies again after RESTART_LIMIT restarts within RESTART_WINDOW_S is crash-looping.
+RESTART_LIMIT = 5
+RESTART_WINDOW_S = 60.0
+RESTART_BACKOFF_S = 0.5
+RESTART_BACKOFF_CAP_S = 8.0
 
 Say = Callable[[str], None]
 
@@ -30,11 +38,17 @@ class StackError(RuntimeError):
     """A component did not start; the message names it and quotes its log."""
 
 
+class CrashLoop(StackError):
+    """A component kept dying right after each restart; the message is one line."""
+
+
 @dataclass
 class Component:
     name: str
     proc: subprocess.Popen[bytes]
     log: Path
+    args: list[str]
+    extra: Mapping[str, str] = field(default_factory=dict)
     url: str | None = None
 
     def tail(self, lines: int = 15) -> str:
@@ -81,18 +95,29 @@ class Stack:
         self, name: str, args: list[str], extra: Mapping[str, str] | None = None
     ) -> Component:
         log = self.log_dir / f"{name}.log"
+        component = Component(name, self._popen(log, args, extra or {}), log, args, extra or {})
+        self.components.append(component)
+        return component
+
+    def _popen(
+        self, log: Path, args: list[str], extra: Mapping[str, str]
+    ) -> subprocess.Popen[bytes]:
         with log.open("ab") as fh:
-            proc = subprocess.Popen(
+            return subprocess.Popen(
                 [*CONTINUUM, *args],
-                env={**self.env, **(extra or {})},
+                env={**self.env, **extra},
                 stdout=fh,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )
-        component = Component(name, proc, log)
-        self.components.append(component)
-        return component
+
+    def restart(self, component: Component) -> None:
+        """Start a dead component again, as it was started, appending to its log (a line
+        there marks the restart). It is not waited for: a supervisor must not block."""
+        with component.log.open("a") as fh:
+            fh.write(f"--- {_exit(component.proc.returncode)}; restarted by the supervisor ---\n")
+        component.proc = self._popen(component.log, component.args, component.extra)
 
     def _wait_for(self, component: Component, ready: Callable[[], bool]) -> None:
         deadline = time.monotonic() + READY_TIMEOUT_S
@@ -124,14 +149,13 @@ class Stack:
         log = self.log_dir / f"{name}.log"
         return log.stat().st_size if log.exists() else 0
 
-    def worker(self, concurrency: int = 16, *, wait: bool = True) -> Component:
+    def worker(self, concurrency: int = 16) -> Component:
         self._workers += 1
         name = f"worker-{self._workers}"
         offset = self._offset(name)
         c = self._spawn(name, ["worker", f"--concurrency={concurrency}", "--loglevel=INFO"])
-        if wait:
-            self._wait_for(c, self._log_says(c, " ready.", offset))
-            self.say(f"  {name:<8} ready, {concurrency} iterations in flight (pid {c.proc.pid})")
+        self._wait_for(c, self._log_says(c, " ready.", offset))
+        self.say(f"  {name:<8} ready, {concurrency} iterations in flight (pid {c.proc.pid})")
         return c
 
     def beat(self) -> Component:
@@ -157,19 +181,22 @@ class Stack:
 
     # -- lifecycle ---------------------------------------------------------------------
     def kill(self, component: Component) -> None:
-        """SIGKILL, as a crash would."""
+        """SIGKILL, as a crash would (a ``Supervisor`` then restarts it)."""
         if component.proc.poll() is None:
             component.proc.send_signal(signal.SIGKILL)
         component.proc.wait()
-        self.components.remove(component)
-
-    def dead(self) -> list[Component]:
-        return [c for c in self.components if c.proc.poll() is not None]
 
     def stop(self) -> None:
         # A second Ctrl-C (or the one a wrapper such as `uv run` forwards) must not cut
-        # the shutdown short and leave children or Redis behind.
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        # the shutdown short and leave children or Redis behind. Ignored only while it
+        # runs: a process that goes on (a test) must not pass SIG_IGN to its next children.
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            self._stop_all()
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+    def _stop_all(self) -> None:
         for c in self.components:
             if c.proc.poll() is None:
                 c.proc.send_signal(signal.SIGTERM)
@@ -190,6 +217,66 @@ class Stack:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+@dataclass
+class Supervisor:
+    """Restarts the stack's components that die, as a process manager would; call
+    ``check()`` every fraction of a second.
+
+    A dead component is started again after a backoff that doubles with each restart in
+    the last ``window_s`` seconds (``backoff_s`` up to ``backoff_cap_s``), so a component
+    that dies at once is not restarted in a tight loop. One that dies again after ``limit``
+    restarts within ``window_s`` is crash-looping: ``check()`` raises ``CrashLoop`` (one
+    line: which component, how it died, its log) and the caller stops the stack.
+    Each exit and restart is said (``stack.say``) and marked in the component's log.
+    """
+
+    stack: Stack
+    limit: int = RESTART_LIMIT
+    window_s: float = RESTART_WINDOW_S
+    backoff_s: float = RESTART_BACKOFF_S
+    backoff_cap_s: float = RESTART_BACKOFF_CAP_S
+    clock: Callable[[], float] = time.monotonic
+    _restarts: dict[str, deque[float]] = field(default_factory=dict)
+    _due: dict[str, float] = field(default_factory=dict)
+
+    def check(self) -> None:
+        now = self.clock()
+        for c in self.stack.components:
+            if c.name not in self._due and c.proc.poll() is not None:
+                self._schedule(c, now)
+        for c in self.stack.components:
+            due = self._due.get(c.name)
+            if due is not None and due <= now:
+                del self._due[c.name]
+                self.stack.restart(c)
+                self._restarts[c.name].append(now)
+                self.stack.say(f"  {c.name:<8} restarted (pid {c.proc.pid})")
+
+    def _schedule(self, c: Component, now: float) -> None:
+        recent = self._restarts.setdefault(c.name, deque())
+        while recent and now - recent[0] > self.window_s:
+            recent.popleft()
+        code = _exit(c.proc.returncode)
+        if len(recent) >= self.limit:
+            raise CrashLoop(
+                f"{c.name} died again after {len(recent)} restarts within {self.window_s:g} s "
+                f"({code}); giving up, see {c.log}"
+            )
+        delay = min(self.backoff_cap_s, self.backoff_s * 2.0 ** len(recent))
+        self._due[c.name] = now + delay
+        self.stack.say(f"  {c.name:<8} {code}; restarting it in {delay:g} s (log: {c.log})")
+
+
+def _exit(code: int | None) -> str:
+    """``exited with code 1``, ``killed by SIGKILL``."""
+    if code is not None and code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            pass
+    return f"exited with code {code}"
 
 
 def _http_ok(url: str) -> bool:

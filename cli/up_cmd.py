@@ -9,7 +9,7 @@ import sys
 import time
 from typing import Any
 
-from cli.stack import Stack, StackError
+from cli.stack import RESTART_LIMIT, RESTART_WINDOW_S, Stack, StackError, Supervisor
 
 
 def register(commands: Any) -> None:
@@ -18,8 +18,10 @@ def register(commands: Any) -> None:
         help="run the whole stack here: Redis, workers, watchdog, API and Flower",
         description="Start Redis (embedded in ./var/redis unless REDIS_URL is set), N "
         "workers, the watchdog, the status API and Flower, print one line per component "
-        "with its URL, and run until Ctrl-C, which stops everything. Logs go to var/log. "
-        "Jobs use the simulated LLM unless a provider key is configured.",
+        "with its URL, and run until Ctrl-C, which stops everything. A component that dies "
+        "is restarted, with a growing delay while it keeps dying; one that dies again after "
+        f"{RESTART_LIMIT} restarts within {RESTART_WINDOW_S:g} s stops everything (exit 1). "
+        "Logs go to var/log. Jobs use the simulated LLM unless a provider key is configured.",
     )
     p.add_argument("--workers", type=int, default=2, metavar="N", help="worker processes (2)")
     p.add_argument(
@@ -60,14 +62,9 @@ def run_up(args: argparse.Namespace) -> int:
         if not args.no_flower:
             stack.flower(args.flower_port)
         print("continuum up: ready; Ctrl-C stops everything", flush=True)
+        supervisor = Supervisor(stack)
         while True:
-            for c in stack.dead():
-                print(
-                    f"continuum up: {c.name} exited with code {c.proc.returncode}; see {c.log}",
-                    file=sys.stderr,
-                    flush=True,
-                )
-                stack.components.remove(c)
+            supervisor.check()
             time.sleep(0.5)
     except StackError as exc:
         print(f"continuum up: {exc}", file=sys.stderr)

@@ -25,6 +25,7 @@ from core.prompts import (
     continuation_messages,
     json_path,
     json_prompt_context,
+    opening_messages,
     overlap_context,
     retry_messages,
 )
@@ -37,7 +38,7 @@ _DONE = (FinishReason.STOP, FinishReason.TOOL_CALLS)
 
 def start(spec: JobSpec) -> JobState:
     """The state before the first model call."""
-    return JobState(spec=spec, format=spec.output_format, messages=spec.conversation())
+    return JobState(spec=spec, format=spec.output_format, messages=opening_messages(spec))
 
 
 def advance(state: JobState, response: ProviderResponse) -> tuple[JobState, Decision]:
@@ -218,7 +219,12 @@ def _account(s: JobState, response: ProviderResponse) -> None:
     meta.incomplete_details.append(response.incomplete_details)
     if response.provider or response.model:
         meta.served_by.append(
-            Served(iteration=s.iteration, provider=response.provider, model=response.model)
+            Served(
+                iteration=s.iteration,
+                provider=response.provider,
+                model=response.model,
+                request_id=response.request_id,
+            )
         )
 
 

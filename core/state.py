@@ -36,18 +36,25 @@ class OutputRef(BaseModel):
 
 
 class Served(BaseModel):
-    iteration: int
-    provider: str
-    model: str
+    """Who answered one call."""
+
+    iteration: int = Field(description="The iteration of the call.")
+    provider: str = Field(description="The provider profile.")
+    model: str = Field(description="The model.")
+    request_id: str | None = Field(
+        default=None,
+        description="The provider's id of the call (its x-request-id or request-id header), "
+        "what its support asks for; null when it sent none.",
+    )
 
 
 class ProviderSwitch(BaseModel):
     """A fallback from one provider profile to the next (SPEC 3)."""
 
-    iteration: int
-    from_profile: str
-    to_profile: str
-    reason: str
+    iteration: int = Field(description="The iteration it happened at.")
+    from_profile: str = Field(description="The profile left.")
+    to_profile: str = Field(description="The profile taken.")
+    reason: str = Field(description="Why: the error of the profile left.")
 
 
 class ContinuationMetadata(BaseModel):
@@ -59,31 +66,84 @@ class ContinuationMetadata(BaseModel):
     ``finish_reasons[i]`` is iteration ``records_dropped + i + 1``).
     """
 
-    was_continued: bool = False
-    continuation_count: int = 0
-    total_input_tokens: int = 0
-    total_output_tokens: int = 0
-    merge_strategy_used: str | None = None
-    merge_success: bool = True
-    merge_failures: int = 0
-    ambiguous_seams: int = 0  # seams taken with a doubt (see ``warnings``)
-    seam_retries: int = 0  # calls made again because a reply joined in two ways
-    chunk_sizes: list[int] = Field(default_factory=list)
-    chunk_chars: list[int] = Field(default_factory=list)
-    final_record_count: int = 0
-    truncation_points: list[str] = Field(default_factory=list)
-    total_cost_estimate: float = 0.0
-    finish_reasons: list[str | None] = Field(default_factory=list)
-    incomplete_details: list[dict[str, JsonValue] | None] = Field(default_factory=list)
-    progress_reported: list[int | None] = Field(default_factory=list)
-    fallback_used: bool = False
-    fallback_reason: str | None = None
-    validation_errors: list[str] = Field(default_factory=list)
-    warnings: list[str] = Field(default_factory=list)
-    warnings_dropped: int = 0
-    served_by: list[Served] = Field(default_factory=list)
-    provider_fallbacks: list[ProviderSwitch] = Field(default_factory=list)
-    records_dropped: int = 0
+    was_continued: bool = Field(
+        default=False, description="True when the output took more than one model call."
+    )
+    continuation_count: int = Field(
+        default=0, description="Continuations asked for (model calls after the first reply)."
+    )
+    total_input_tokens: int = Field(default=0, description="Input tokens of every call.")
+    total_output_tokens: int = Field(default=0, description="Output tokens of every call.")
+    merge_strategy_used: str | None = Field(
+        default=None, description="How replies were joined: the output's format."
+    )
+    merge_success: bool = Field(
+        default=True,
+        description="False when a reply could not be joined to the output (see merge_failures).",
+    )
+    merge_failures: int = Field(
+        default=0, description="Replies that could not be joined to the output."
+    )
+    ambiguous_seams: int = Field(
+        default=0,
+        description="Seams taken with a doubt: a reply that joined the output in two "
+        "ways (see warnings).",
+    )
+    seam_retries: int = Field(
+        default=0, description="Calls made again because a reply joined the output in two ways."
+    )
+    chunk_sizes: list[int] = Field(default_factory=list, description="Output tokens of each call.")
+    chunk_chars: list[int] = Field(
+        default_factory=list, description="Characters each call added to the output."
+    )
+    final_record_count: int = Field(
+        default=0,
+        description="Complete records of the output: items of the JSON document's main "
+        "array, CSV rows.",
+    )
+    truncation_points: list[str] = Field(
+        default_factory=list,
+        description="Where each reply was cut: a JSON path, `row:N` (CSV) or `char:N`.",
+    )
+    total_cost_estimate: float = Field(
+        default=0.0, description="Estimated cost of every call, USD (from the profiles' prices)."
+    )
+    finish_reasons: list[str | None] = Field(
+        default_factory=list,
+        description="Why each reply stopped: stop, length, content_filter, ...",
+    )
+    incomplete_details: list[dict[str, JsonValue] | None] = Field(
+        default_factory=list,
+        description="The provider's details of each incomplete reply (null: none).",
+    )
+    progress_reported: list[int | None] = Field(
+        default_factory=list, description="The percent each reply reported (null: none)."
+    )
+    fallback_used: bool = Field(
+        default=False, description="True when the job stopped early (see fallback_reason)."
+    )
+    fallback_reason: str | None = Field(default=None, description="Why the job stopped early.")
+    validation_errors: list[str] = Field(
+        default_factory=list, description="Schema validation errors of the JSON output, in order."
+    )
+    warnings: list[str] = Field(
+        default_factory=list, description=f"Warnings, in order (the first {MAX_WARNINGS})."
+    )
+    warnings_dropped: int = Field(
+        default=0, description=f"Warnings past the first {MAX_WARNINGS}, not kept."
+    )
+    served_by: list[Served] = Field(
+        default_factory=list, description="The provider and model of each call."
+    )
+    provider_fallbacks: list[ProviderSwitch] = Field(
+        default_factory=list,
+        description="Fallbacks from one provider profile to the next, in order.",
+    )
+    records_dropped: int = Field(
+        default=0,
+        description="Iterations dropped from the front of the per-call lists (they keep the "
+        f"last {MAX_ITERATION_RECORDS}).",
+    )
 
     def make_room(self) -> None:
         """Before an iteration's records are added: keep the lists within their bound."""

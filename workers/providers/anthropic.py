@@ -20,6 +20,7 @@ from workers.providers.base import (
     PrefillUnsupported,
 )
 from workers.providers.http import (
+    Answer,
     ErrorBody,
     HttpProvider,
     tokens,
@@ -67,18 +68,19 @@ class AnthropicProvider(HttpProvider):
         if key := self.api_key():
             headers["x-api-key"] = key
         try:
-            data = self.post("v1/messages", body, headers)
+            answer = self.post("v1/messages", body, headers)
         except PrefillUnsupported:
             self.refused_prefill(model)
             raise
-        return self.parse(data, model, prefill)
+        return self.parse(answer, model, prefill)
 
     def client_error(self, status: int, error: ErrorBody, message: str) -> FatalError:
         if status == 400 and _PREFILL_REFUSED.search(error.message):
             return PrefillUnsupported(message, status=status)
         return FatalError(message, status=status)
 
-    def parse(self, data: dict[str, Any], model: str, prefill: str) -> ProviderResponse:
+    def parse(self, answer: Answer, model: str, prefill: str) -> ProviderResponse:
+        data = answer.data
         content = data.get("content")
         if data.get("type") != "message" or not isinstance(content, list):
             raise self.malformed("not a 'message' with a 'content' list")
@@ -106,4 +108,5 @@ class AnthropicProvider(HttpProvider):
             model=str(data.get("model") or model),
             response_id=data.get("id") if isinstance(data.get("id"), str) else None,
             error=None if finish or raw is None else f"unknown stop_reason {raw!r}",
+            request_id=answer.request_id,
         )

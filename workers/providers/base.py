@@ -25,6 +25,7 @@ A reply the provider cut, filtered or left incomplete is not an error: it is a
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -129,6 +130,19 @@ def parse_retry_after(value: str | None, *, now: datetime | None = None) -> floa
             when = when.replace(tzinfo=UTC)
         seconds = (when - (now or datetime.now(UTC))).total_seconds()
     return max(0.0, seconds) if math.isfinite(seconds) else None
+
+
+def retry_after_from(headers: Mapping[str, str]) -> float | None:
+    """Seconds the server asked to wait: ``retry-after-ms`` (milliseconds, sent by OpenAI
+    and Azure beside ``retry-after``, and finer) when it is readable, else ``Retry-After``.
+    """
+    try:
+        seconds = float(headers.get("retry-after-ms", "")) / 1000
+    except ValueError:
+        seconds = math.nan
+    if math.isfinite(seconds):
+        return max(0.0, seconds)
+    return parse_retry_after(headers.get("retry-after"))
 
 
 # --- What the HTTP adapters share ---------------------------------------------------------

@@ -1,5 +1,7 @@
 """The HTTP plumbing every adapter shares: one client per profile, keys read at call
-time, provider error bodies read and turned into the typed errors of ``base``."""
+time, provider error bodies read and turned into the typed errors of ``base``, the
+provider's id of each request kept (its support asks for it), and a ``User-Agent`` that
+names Continuum and its version (what the provider's logs show of us)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import time
 from collections import ChainMap
 from collections.abc import Mapping
 from dataclasses import dataclass
+from importlib import metadata
 from typing import Any, ClassVar, Final
 
 import httpx
@@ -21,7 +24,7 @@ from workers.providers.base import (
     PrefillUnsupported,
     ProviderError,
     TransientError,
-    parse_retry_after,
+    retry_after_from,
     uses_prefill,
 )
 from workers.providers.profiles import Profile
@@ -37,6 +40,29 @@ _OUT_OF_QUOTA: Final = frozenset(
     {"insufficient_quota", "billing_hard_limit_reached", "enforced_spend_limit_reached"}
 )
 _ERROR_TEXT_LIMIT: Final = 500
+# Where each provider puts its id of a request: OpenAI, Anthropic.
+_REQUEST_ID_HEADERS: Final = ("x-request-id", "request-id")
+_REQUEST_ID_LIMIT: Final = 200
+
+
+def user_agent() -> str:
+    """``continuum/0.1.0 python-httpx/0.28.1``: our name and version, then httpx's own."""
+    try:
+        version = metadata.version("continuum")
+    except metadata.PackageNotFoundError:  # run from a source tree that was not installed
+        version = "unknown"
+    return f"continuum/{version} python-httpx/{httpx.__version__}"
+
+
+USER_AGENT: Final = user_agent()
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A provider's JSON reply, with its id of the request (None when it sent none)."""
+
+    data: dict[str, Any]
+    request_id: str | None
 
 
 @dataclass(frozen=True)
@@ -108,6 +134,7 @@ class HttpProvider:
                 base_url=self.base_url,
                 transport=transport,
                 timeout=timeout,
+                headers={"user-agent": USER_AGENT},
                 follow_redirects=False,  # a redirect must not carry the key to another host
             )
         except (httpx.InvalidURL, ValueError) as exc:
@@ -166,8 +193,9 @@ class HttpProvider:
         )
         return redact(text, env, names=(self.profile.api_key_env,), key_shapes=key_shapes)
 
-    def post(self, path: str, body: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
-        """POST ``body`` as JSON; the reply's JSON object, or a ``ProviderError``."""
+    def post(self, path: str, body: dict[str, Any], headers: dict[str, str]) -> Answer:
+        """POST ``body`` as JSON; the reply's JSON object and request id, or a
+        ``ProviderError`` (whose message names the request id)."""
         name = self.profile.name
         started = time.monotonic()
         try:
@@ -189,7 +217,15 @@ class HttpProvider:
         )
         if not response.is_success:
             raise self.status_error(response)
-        return self.decode(response)
+        return Answer(self.decode(response), self.request_id(response))
+
+    def request_id(self, response: httpx.Response) -> str | None:
+        """The provider's id of the request, from its header; None when it sent none."""
+        for name in _REQUEST_ID_HEADERS:
+            value = response.headers.get(name, "").strip()
+            if value:
+                return self.redact(value[:_REQUEST_ID_LIMIT])
+        return None
 
     def status_error(self, response: httpx.Response) -> ProviderError:
         status = response.status_code
@@ -199,10 +235,12 @@ class HttpProvider:
         # Redacted before it is shortened: a key cut in half would no longer be found.
         said = self.redact(error.message)[:_ERROR_TEXT_LIMIT]
         message = self.redact(f"{self.profile.name}: HTTP {status}{kind}: {said}")
+        if rid := self.request_id(response):
+            message = f"{message} (request {rid})"
         if status in _RETRY_STATUSES or status >= 500:
             if {error.type, error.code} & _OUT_OF_QUOTA:
                 return FatalError(f"{message} (out of quota: waiting cannot help)", status=status)
-            retry_after = parse_retry_after(response.headers.get("retry-after"))
+            retry_after = retry_after_from(response.headers)
             return TransientError(message, status=status, retry_after=retry_after)
         if status < 400:
             location = response.headers.get("location", "?")
@@ -242,6 +280,7 @@ class HttpProvider:
         incomplete_details: dict[str, Any] | None = None,
         error: str | None = None,
         prefilled: int = 0,
+        request_id: str | None = None,
     ) -> ProviderResponse:
         """The ``ProviderResponse``, priced from the profile, with secrets redacted.
 
@@ -268,6 +307,7 @@ class HttpProvider:
             cost=cost,
             prefilled=min(prefilled, len(text)),
             error=None if error is None else self.redact(error),
+            request_id=request_id,
         )
 
 

@@ -27,6 +27,7 @@ from workers.providers.base import (
     PrefillUnsupported,
 )
 from workers.providers.http import (
+    Answer,
     ErrorBody,
     HttpProvider,
     tokens,
@@ -84,15 +85,13 @@ class OpenAIChatProvider(HttpProvider):
         if key := self.api_key():
             headers["authorization"] = f"Bearer {key}"
         try:
-            data = self.send(body, headers, model, request.max_output_tokens)
+            answer = self.send(body, headers, model, request.max_output_tokens)
         except PrefillUnsupported:
             self.refused_prefill(model)
             raise
-        return self.parse(data, model, request.max_output_tokens, prefill)
+        return self.parse(answer, model, request.max_output_tokens, prefill)
 
-    def send(
-        self, body: dict[str, Any], headers: dict[str, str], model: str, limit: int
-    ) -> dict[str, Any]:
+    def send(self, body: dict[str, Any], headers: dict[str, str], model: str, limit: int) -> Answer:
         """POST with the output limit in the field the model takes (switching once)."""
         field = self.token_field(model)
         try:
@@ -119,9 +118,8 @@ class OpenAIChatProvider(HttpProvider):
             return PrefillUnsupported(message, status=status)
         return FatalError(message, status=status)
 
-    def parse(
-        self, data: dict[str, Any], model: str, max_tokens: int, prefill: str
-    ) -> ProviderResponse:
+    def parse(self, answer: Answer, model: str, max_tokens: int, prefill: str) -> ProviderResponse:
+        data = answer.data
         choices = data.get("choices")
         if not isinstance(choices, list):
             raise self.malformed("no 'choices' list")
@@ -134,6 +132,7 @@ class OpenAIChatProvider(HttpProvider):
             "usage": counted,
             "model": str(data.get("model") or model),
             "response_id": data.get("id") if isinstance(data.get("id"), str) else None,
+            "request_id": answer.request_id,
         }
         if not choices:
             return self.reply(

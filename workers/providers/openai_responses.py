@@ -6,6 +6,12 @@ System messages go in ``instructions`` on every call (the API does not carry the
 message is sent. ``status: incomplete`` with ``incomplete_details.reason`` says why a reply
 was cut; a reasoning model may spend the whole limit thinking and return no text at all
 (an empty ``length`` reply, which the engine treats as such).
+
+A chained call is billed for the whole conversation it continues, so a chain costs more
+with every link. ``truncation: "auto"`` does not bound that: it only drops turns once the
+model's context window is full. The profile's ``chain_max_tokens`` does: a reply whose
+input plus output tokens reach it is returned without its id, so the next call sends the
+job's bounded continuation prompt and starts a new chain.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from workers.providers.base import (
     PreviousResponseNotFound,
 )
 from workers.providers.http import (
+    Answer,
     ErrorBody,
     HttpProvider,
     tokens,
@@ -60,6 +67,10 @@ class OpenAIResponsesProvider(HttpProvider):
             headers["authorization"] = f"Bearer {key}"
         return self.parse(self.post("responses", body, headers), model)
 
+    def chains(self, usage: Usage) -> bool:
+        """Whether a next call may continue this reply's conversation, given its size."""
+        return usage.input_tokens + usage.output_tokens < self.profile.chain_max_tokens
+
     def client_error(self, status: int, error: ErrorBody, message: str) -> FatalError:
         if error.code == "previous_response_not_found" or (
             error.param == "previous_response_id" and status in (400, 404)
@@ -67,7 +78,8 @@ class OpenAIResponsesProvider(HttpProvider):
             return PreviousResponseNotFound(message, status=status)
         return FatalError(message, status=status)
 
-    def parse(self, data: dict[str, Any], model: str) -> ProviderResponse:
+    def parse(self, answer: Answer, model: str) -> ProviderResponse:
+        data = answer.data
         status = data.get("status")
         output = data.get("output")
         if not isinstance(status, str) or not isinstance(output, list):
@@ -102,18 +114,21 @@ class OpenAIResponsesProvider(HttpProvider):
             details = {**(details or {}), "reason": "refusal", "refusal": " ".join(refusals)}
         if finish is None:
             error = error or f"unknown status {status!r}"
-        usage = data.get("usage")
+        raw_usage = data.get("usage")
+        usage = Usage(
+            input_tokens=tokens(raw_usage, "input_tokens"),
+            output_tokens=tokens(raw_usage, "output_tokens"),
+        )
+        rid = data.get("id")
         return self.reply(
             text="".join(texts),
             finish_reason=finish,
-            usage=Usage(
-                input_tokens=tokens(usage, "input_tokens"),
-                output_tokens=tokens(usage, "output_tokens"),
-            ),
+            usage=usage,
             model=str(data.get("model") or model),
-            response_id=data.get("id") if isinstance(data.get("id"), str) else None,
+            response_id=rid if isinstance(rid, str) and self.chains(usage) else None,
             incomplete_details=details,
             error=error,
+            request_id=answer.request_id,
         )
 
     @staticmethod

@@ -11,6 +11,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Kind = Literal["openai", "openai-responses", "anthropic", "sim"]
+#: See ``Profile.chain_max_tokens`` and docs/providers.md for the figures behind it.
+CHAIN_MAX_TOKENS = 2000
 
 
 class Profile(BaseModel):
@@ -34,6 +36,17 @@ class Profile(BaseModel):
             "Chat Completions only: the request field for the output limit. None: "
             "max_completion_tokens on OpenAI's own endpoint (its newer models refuse "
             "max_tokens), max_tokens elsewhere (what compatible servers all accept)."
+        ),
+    )
+    chain_max_tokens: int = Field(
+        CHAIN_MAX_TOKENS,
+        ge=0,
+        description=(
+            "Responses API only: the most tokens a conversation continued with "
+            "previous_response_id may hold (the last reply's input plus output tokens, all "
+            "billed again as input by the next call). A reply past it is not chained from: "
+            "the next call sends the job's bounded continuation prompt and starts a new "
+            "chain. 0: never chain."
         ),
     )
     continue_final_message: bool = Field(

@@ -5,9 +5,11 @@ status codes, the headers they check), served by uvicorn through the ``serve`` f
 Each fake "model" writes one fixed document, one whitespace-led word per token, cut at the
 request's output limit, and follows a continuation as an obedient model would: it takes
 the document up exactly after a prefill the API accepts, else at the text a continuation
-turn asks it to repeat (or right after the text a retry quotes). It records every request
-(JSON body and headers). A test scripts misbehaviour by queueing ``Action``s: each answers
-one request instead of the model.
+turn asks it to repeat (or right after the text a retry quotes). Every answer, errors
+included, carries the provider's request id header (``x-request-id``, ``request-id``).
+It records every request (JSON body, headers, the request id it answered with and, for the
+Responses API, the input tokens it billed). A test scripts misbehaviour by queueing
+``Action``s: each answers one request instead of the model.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import json
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
@@ -51,6 +53,12 @@ def count(text: str) -> int:
 class Recorded:
     body: Any
     headers: dict[str, str]
+    request_id: str | None = None  # the id the answer carried
+    input_tokens: int | None = None  # billed for it (None: not answered by the model)
+
+    @property
+    def user_agent(self) -> str | None:
+        return self.headers.get("user-agent")
 
 
 @dataclass
@@ -66,9 +74,13 @@ class Fake:
     echo_key: bool = False  # a careless server: repeats the key it got in its messages
     last_key: str | None = None
     ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    request_ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    request_id: str = ""  # the id of the request being answered
+    sends_request_id: bool = True  # False: a compatible server (vLLM, Ollama) sends none
     reached: int = 0  # where in the document the model's last reply ended
 
     path = ""
+    request_id_header: ClassVar[str] = ""
 
     # -- what a subclass provides --
     def error_body(self, status: int, message: str, kind: str) -> dict[str, Any]:
@@ -81,6 +93,9 @@ class Fake:
         raise NotImplementedError
 
     async def answer(self, body: dict[str, Any], headers: dict[str, str]) -> Response:
+        raise NotImplementedError
+
+    def new_request_id(self, n: int) -> str:
         raise NotImplementedError
 
     # -- shared --
@@ -106,10 +121,11 @@ class Fake:
         by_now = [end for end in ends if end <= self.reached]
         return by_now[-1] if by_now else ends[0] if ends else None
 
-    def resume(self, messages: list[dict[str, Any]]) -> int:
+    def resume(self, messages: list[dict[str, Any]], default: int = 0) -> int:
         """Where a reply to a conversation ending with a user turn starts: right after the
         text a retry quotes (``<<<END``), at the text a continuation turn asks to repeat
-        (``<<<REPEAT``), else at the start of the document."""
+        (``<<<REPEAT``), else at ``default`` (the start of the document, or where the
+        conversation continued left off)."""
         last = messages[-1]["content"] if messages and messages[-1]["role"] == "user" else ""
         if (quoted := _between(last, "<<<END\n", "\nEND>>>")) is not None:
             end = self.end_of(quoted)
@@ -119,7 +135,7 @@ class Fake:
             end = self.end_of(repeat)
             if end is not None:
                 return end - len(repeat)
-        return 0
+        return default
 
     async def handle(self, request: Request) -> Response:
         raw = await request.body()
@@ -128,7 +144,14 @@ class Fake:
             body = json.loads(raw)
         except ValueError:
             body = raw.decode(errors="replace")
-        self.requests.append(Recorded(body, headers))
+        self.request_id = self.new_request_id(next(self.request_ids))
+        self.requests.append(Recorded(body, headers, self.request_id))
+        response = await self.respond(body, headers)
+        if self.sends_request_id:
+            response.headers[self.request_id_header] = self.request_id
+        return response
+
+    async def respond(self, body: Any, headers: dict[str, str]) -> Response:
         sent = self.last_key = self.sent_key(headers)
         if self.key is not None and sent != self.key:
             return self.auth_error(sent)
@@ -137,9 +160,15 @@ class Fake:
         return await self.answer(body, headers)
 
     # -- scripted misbehaviour, the same for every provider --
-    def rate_limited(self, retry_after: str | None = "2") -> None:
-        headers = {"retry-after": retry_after} if retry_after is not None else None
-        self.script.append(lambda f, b: _now(f.rate_limit(headers)))
+    def rate_limited(
+        self, retry_after: str | None = "2", retry_after_ms: str | None = None
+    ) -> None:
+        """A 429 with ``Retry-After`` and, when given, ``retry-after-ms`` (OpenAI sends
+        both: the seconds rounded up, the exact wait in milliseconds)."""
+        headers = {"retry-after": retry_after} if retry_after is not None else {}
+        if retry_after_ms is not None:
+            headers["retry-after-ms"] = retry_after_ms
+        self.script.append(lambda f, b: _now(f.rate_limit(headers or None)))
 
     def server_error(self, status: int = 500) -> None:
         self.script.append(lambda f, b: _now(f.server_fault(status)))
@@ -215,7 +244,13 @@ class Switchboard:
 
 
 class OpenAIFake(Fake):
-    """What OpenAI's endpoints share: bearer auth and the ``{"error": {...}}`` body."""
+    """What OpenAI's endpoints share: bearer auth, the ``{"error": {...}}`` body and the
+    ``x-request-id`` header."""
+
+    request_id_header = "x-request-id"
+
+    def new_request_id(self, n: int) -> str:
+        return f"req_{n:032x}"
 
     def error_body(self, status: int, message: str, kind: str) -> dict[str, Any]:
         code = {"invalid_api_key": "invalid_api_key", "rate_limit": "rate_limit_exceeded"}
@@ -344,7 +379,7 @@ class ChatFake(OpenAIFake):
         text, _, whole = self.continue_from(position, limit)
         reason = "stop" if whole or self.says_stop_when_cut else "length"
         n = next(self.ids)
-        prompt = sum(count(m["content"]) for m in messages)
+        prompt = self.requests[-1].input_tokens = sum(count(m["content"]) for m in messages)
         return JSONResponse(
             chat_completion(
                 f"chatcmpl-{n}", body["model"], text, reason, prompt=prompt, out=count(text)
@@ -411,16 +446,21 @@ def chat_completion(
 
 
 class ResponsesFake(OpenAIFake):
-    """``POST /v1/responses``, stateful: a reply continues the document where the
-    ``previous_response_id`` left it. ``reasoning_tokens``: tokens a reasoning model spends
-    thinking before it writes (it may spend the whole limit and write nothing)."""
+    """``POST /v1/responses``, stateful: a reply starts where the input's last turn asks
+    (as ``resume``), else where the ``previous_response_id`` left the document. Billed as
+    OpenAI bills it: a call's input tokens are its instructions and input plus the whole
+    conversation it continues (every earlier input and output of the chain; earlier
+    instructions and reasoning are not carried over). ``reasoning_tokens``: tokens a
+    reasoning model spends thinking before it writes (it may spend the whole limit and
+    write nothing)."""
 
     path = "/v1/responses"
     reasoning_tokens: int = 0
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(kind="openai-responses", key_env="OPENAI_API_KEY", **kwargs)
-        self.stored: dict[str, int] = {}  # response id -> position in the document
+        # response id -> (position in the document, tokens of its conversation)
+        self.stored: dict[str, tuple[int, int]] = {}
 
     async def answer(self, body: dict[str, Any], headers: dict[str, str]) -> Response:
         if (missing := self.missing(body, "model")) is not None:
@@ -452,14 +492,18 @@ class ResponsesFake(OpenAIFake):
                 },
                 status_code=400,
             )
-        position = self.stored.get(previous, 0) if previous else 0
+        inputs = body.get("input")
+        turns = [{"role": "user", "content": inputs}] if isinstance(inputs, str) else inputs or []
+        left_off, chain = self.stored[previous] if previous else (0, 0)
+        position = self.resume(turns, left_off)
         budget = (limit or 10_000) - self.reasoning_tokens
         text, end, whole = self.continue_from(position, max(budget, 0))
         if budget <= 0:
             text, end, whole = "", position, False
         n = next(self.ids)
         rid = f"resp_{n:048x}"
-        self.stored[rid] = end
+        sent = sum(count(turn.get("content", "")) for turn in turns)
+        self.stored[rid] = (end, chain + sent + count(text))
         output: list[dict[str, Any]] = []
         if self.reasoning_tokens:
             output.append({"id": f"rs_{n:048x}", "type": "reasoning", "summary": []})
@@ -473,12 +517,8 @@ class ResponsesFake(OpenAIFake):
                     "content": [{"type": "output_text", "annotations": [], "text": text}],
                 }
             )
-        inputs = body.get("input")
-        prompt = (
-            count(inputs)
-            if isinstance(inputs, str)
-            else sum(count(item.get("content", "")) for item in inputs or [])
-        )
+        prompt = chain + sent + count(body.get("instructions") or "")
+        self.requests[-1].input_tokens = prompt
         out = count(text) + self.reasoning_tokens
         reply = responses_body(
             rid, body["model"], output, prompt=prompt, out=out, reasoning=self.reasoning_tokens
@@ -544,16 +584,20 @@ class AnthropicFake(Fake):
     document from the end of it. ``refuses_prefill``: a newer model that rejects it."""
 
     path = "/v1/messages"
+    request_id_header = "request-id"
     refuses_prefill: bool = False
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(kind="anthropic", key_env="ANTHROPIC_API_KEY", **kwargs)
 
+    def new_request_id(self, n: int) -> str:
+        return f"req_011C{n:020d}"
+
     def error_body(self, status: int, message: str, kind: str) -> dict[str, Any]:
         return {
             "type": "error",
             "error": {"type": kind, "message": self.leak(message)},
-            "request_id": f"req_011C{next(self.ids):020d}",
+            "request_id": self.request_id,  # the header's, as Anthropic sends it
         }
 
     def sent_key(self, headers: dict[str, str]) -> str | None:
@@ -614,6 +658,7 @@ class AnthropicFake(Fake):
             position = 0 if end is None else end
         text, _, whole = self.continue_from(position, body["max_tokens"])
         prompt = sum(count(m["content"]) for m in messages) + count(body.get("system", ""))
+        self.requests[-1].input_tokens = prompt
         return JSONResponse(
             anthropic_message(
                 f"msg_01{next(self.ids):022d}",

@@ -62,7 +62,8 @@ def test_a_vllm_job_sends_the_tail_as_an_open_assistant_message_and_ends_exact(
     meta = result.state.metadata
     assert meta.warnings == [] and meta.ambiguous_seams == 0 and meta.merge_failures == 0
     first, *continuations = [r.body for r in chat.fake.requests]
-    assert [m["role"] for m in first["messages"]] == ["user"]
+    assert [m["role"] for m in first["messages"]][-1:] == ["user"]
+    assert "assistant" not in [m["role"] for m in first["messages"]]
     assert "continue_final_message" not in first and "add_generation_prompt" not in first
     assert len(continuations) >= 5
     for body in continuations:

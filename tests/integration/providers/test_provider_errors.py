@@ -7,12 +7,17 @@ import random
 import socket
 import time
 from collections.abc import Callable
+from importlib import metadata
 from typing import Any
 
+import httpx
 import pytest
 from provider_fakes import DOCUMENT, Fake, Served, ask, tokens
 
+from core import JobSpec
 from core.models import FinishReason, ProviderResponse
+from workers.calls import ProviderPool
+from workers.local import Outcome, run_job
 from workers.providers.base import CallRequest, FatalError, TransientError
 from workers.providers.retry import call_with_retries
 
@@ -71,6 +76,63 @@ def test_429_asking_longer_than_the_cap_gives_up_at_once(any_provider: Served[Fa
     assert caught.value.status == 429 and caught.value.retry_after == 120.0
     assert "429" in str(caught.value) and "rate limit" in str(caught.value).lower()
     assert delays == [] and len(any_provider.fake.requests) == 1
+
+
+def test_retry_after_ms_is_taken_over_retry_after(any_provider: Served[Fake]) -> None:
+    """OpenAI sends both, the seconds rounded up and the exact wait in milliseconds: the
+    milliseconds are the wait; an unreadable value leaves Retry-After in charge."""
+    any_provider.fake.rate_limited(retry_after="2", retry_after_ms="1250")
+    any_provider.fake.rate_limited(retry_after="3", retry_after_ms="soon")
+    any_provider.fake.rate_limited(retry_after=None, retry_after_ms="40")
+    delays, call = retrying(any_provider, max_retries=3)
+    assert call(ask()).finish_reason is FinishReason.STOP
+    assert delays == [1.25, 3.0, 0.04]
+
+
+def test_every_reply_and_error_names_the_providers_request_id(
+    any_provider: Served[Fake],
+) -> None:
+    """The id of the request from the provider's header (OpenAI's x-request-id,
+    Anthropic's request-id): on the reply, and at the end of an error's message."""
+    fake = any_provider.fake
+    provider = any_provider.provider()
+    reply = provider.complete(ask())
+    assert reply.request_id == fake.requests[-1].request_id
+    assert reply.request_id and reply.request_id.startswith("req_")
+    fake.server_error(500)
+    with pytest.raises(TransientError) as caught:
+        provider.complete(ask())
+    assert str(caught.value).endswith(f" (request {fake.requests[-1].request_id})")
+    assert fake.requests[-1].request_id != reply.request_id
+
+
+def test_the_user_agent_names_continuum_and_its_version(any_provider: Served[Fake]) -> None:
+    any_provider.provider().complete(ask())
+    version = metadata.version("continuum")
+    agent = f"continuum/{version} python-httpx/{httpx.__version__}"
+    assert any_provider.fake.requests[-1].user_agent == agent
+
+
+def test_each_iterations_request_id_is_in_the_jobs_metadata(any_provider: Served[Fake]) -> None:
+    """A whole job: ``served_by`` holds, per call, the id the provider gave it."""
+    chosen = any_provider.profile()
+    pool = ProviderPool({chosen.name: chosen}, env={})
+    spec = JobSpec(
+        prompt="Write the words.",
+        format="text",
+        providers=[chosen.name],
+        max_output_tokens=12,
+        continuation={"max_attempts": 30, "overlap_chars": 20},
+    )
+    try:
+        result = run_job(spec, pool, sleep=lambda _: None)
+    finally:
+        pool.close()
+    assert result.outcome is Outcome.SUCCEEDED and result.output == DOCUMENT
+    served = result.state.metadata.served_by
+    assert len(served) == len(any_provider.fake.requests) > 3
+    assert [s.request_id for s in served] == [r.request_id for r in any_provider.fake.requests]
+    assert result.state.metadata.model_dump()["served_by"][0]["request_id"].startswith("req_")
 
 
 def test_a_server_error_then_success_is_retried_with_backoff(any_provider: Served[Fake]) -> None:

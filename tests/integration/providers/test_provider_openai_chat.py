@@ -248,6 +248,7 @@ def test_compatible_servers_error_shapes_are_read(
     chat: Served[ChatFake], status: int, body: dict[str, object], expected: str
 ) -> None:
     chat.fake.json(body, status=status)
+    chat.fake.sends_request_id = False  # nor do these servers send a request id
     with pytest.raises(FatalError) as caught:
         chat.provider().complete(ask())
     assert str(caught.value) == f"test-openai: {expected}"
