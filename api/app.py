@@ -14,16 +14,22 @@ from contextlib import asynccontextmanager
 from typing import Annotated, Any
 from urllib.parse import quote
 
-from fastapi import APIRouter, FastAPI, Path, Query, Response, Security
+from fastapi import APIRouter, Body, FastAPI, Path, Query, Response, Security
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import ValidationError
 from redis import Redis
 
 from api.auth import AuthFirstRoute, BearerAuth, NoToken
+from api.docs_assets import DESCRIPTION, install_docs
 from api.errors import ApiError, install
+from api.events import events_router
 from api.health import Health
+from api.listing import listing_router
+from api.metrics import metrics_router
 from api.middleware import BodyLimit
 from api.models import (
+    BATCH_EXAMPLES,
+    JOB_EXAMPLES,
     BatchRequest,
     BatchView,
     CancelledBatch,
@@ -55,7 +61,8 @@ from workers.ratelimit import TokenBucket
 from workers.runtime import Runtime
 from workers.settings import Settings
 from workers.store import JobRecord, JobStatus, JobStore
-from workers.submit import Refused, submit_batch, submit_job
+from workers.submit import Refused, iterate_options, submit_batch, submit_job
+from workers.tracing import init_tracing, trace_app, trace_headers
 from workers.views import batch_view, job_view
 
 VERSION = "1"
@@ -131,12 +138,14 @@ class Service:
             self.store.redis.close()
 
     def enqueue(self, job_id: str, iteration: int, countdown: float, queue: str) -> None:
-        """Send ``continuum.iterate`` as ``workers.tasks.enqueue_iteration`` does."""
+        """Send ``continuum.iterate`` as ``workers.tasks.enqueue_iteration`` does (with the
+        request's trace, when tracing is on: ``workers.tracing``)."""
         self.celery.send_task(
             ITERATE,
-            kwargs={"job_id": job_id, "iteration": iteration},
+            **iterate_options(job_id, iteration),
             queue=queue or None,
             countdown=countdown or None,
+            headers=trace_headers() or None,
         )
 
     def record(self, job_id: str) -> JobRecord:
@@ -173,14 +182,18 @@ def _routes(svc: Service, auth: BearerAuth | None) -> APIRouter:
             **_responses(400, 409, 413, 415, 422),
         },
     )
-    def create_job(spec: JobSpec, response: Response) -> SubmittedJob:
+    def create_job(
+        spec: Annotated[JobSpec, Body(openapi_examples=JOB_EXAMPLES)], response: Response
+    ) -> SubmittedJob:
         """Create a job from a JobSpec and queue its first iteration. With a `job_id`, the
         submit is idempotent: the same id and spec again answers 200 (`created: false`)
         and queues nothing; the same id with a different spec is refused (409)."""
         try:
             done = submit_job(svc.rt, spec, svc.enqueue)
         except Refused as exc:
-            raise ApiError(422, str(exc), code=exc.code) from None
+            where: list[str | int] = ["body", *exc.field]
+            entry = {"loc": where, "msg": str(exc), "type": exc.code}
+            raise ApiError(422, str(exc), code=exc.code, errors=[entry]) from None
         response.headers["Location"] = f"/v1/jobs/{done.job_id}"
         if not done.created:
             record = svc.store.load(done.job_id)
@@ -208,7 +221,9 @@ def _routes(svc: Service, auth: BearerAuth | None) -> APIRouter:
             **_responses(400, 413, 415, 422),
         },
     )
-    def create_batch(body: BatchRequest, response: Response) -> SubmittedBatch:
+    def create_batch(
+        body: Annotated[BatchRequest, Body(openapi_examples=BATCH_EXAMPLES)], response: Response
+    ) -> SubmittedBatch:
         """Create a batch. Each spec is validated on its own: an invalid one becomes a
         failed job whose error says why (listed under `invalid`), the others run."""
         batch_id, jobs = submit_batch(svc.rt, body.specs, svc.enqueue, batch_id=body.batch_id)
@@ -406,6 +421,13 @@ def _routes(svc: Service, auth: BearerAuth | None) -> APIRouter:
             "batch": batch_view(status),
         }
 
+    s = svc.settings
+    router.include_router(listing_router(svc.store))
+    router.include_router(
+        events_router(
+            svc.store, max_streams=s.api_max_streams, heartbeat_s=s.api_stream_heartbeat_s
+        )
+    )
     return router
 
 
@@ -447,13 +469,17 @@ def create_app(settings: Settings | None = None, *, redis: Redis | None = None) 
         title="Continuum status API",
         version=VERSION,
         summary="Submit long LLM generations, follow them, read their output.",
-        docs_url="/docs",
+        description=DESCRIPTION,
+        docs_url=None,  # served from this machine: install_docs
         redoc_url=None,
         lifespan=lifespan,
     )
     app.state.service = svc
     install(app)
-    app.include_router(_routes(svc, BearerAuth(token) if token else None))
+    install_docs(app)
+    auth = BearerAuth(token) if token else None
+    app.include_router(_routes(svc, auth))
+    app.include_router(metrics_router(redis, s, svc.rt.pool.profiles.values(), auth))
 
     @app.get(
         "/healthz",
@@ -465,8 +491,12 @@ def create_app(settings: Settings | None = None, *, redis: Redis | None = None) 
         },
     )
     def healthz() -> JSONResponse:
+        """Whether Redis answers (503 when it does not) and which workers answered a ping
+        (reused for `CONTINUUM_API_HEALTH_CACHE_S`). Needs no token."""
         ok, report = svc.health.check()
         return JSONResponse(report, status_code=200 if ok else 503)
 
     app.add_middleware(BodyLimit, max_bytes=s.api_max_body_bytes)
+    init_tracing("continuum-api", celery=False)  # its sends carry trace_headers()
+    trace_app(app)
     return app

@@ -53,8 +53,10 @@ class ApiError(Exception):
         code: str | None = None,
         headers: dict[str, str] | None = None,
         job_status: str | None = None,
+        errors: list[dict[str, Any]] | None = None,
     ) -> None:
         super().__init__(detail)
+        self.errors = errors
         self.http_status = http_status
         self.code = code or CODES.get(http_status, "error")
         self.detail = detail
@@ -65,6 +67,8 @@ class ApiError(Exception):
         out: dict[str, Any] = {"error": self.code, "detail": self.detail}
         if self.job_status is not None:
             out["status"] = self.job_status
+        if self.errors is not None:
+            out["errors"] = self.errors
         return out
 
 

@@ -25,6 +25,11 @@ class ApiSettings(Settings):
     api_health_cache_s: float = Field(default=5.0, ge=0)
     #: How long the Celery ping waits for the workers' replies.
     api_ping_timeout_s: float = Field(default=0.5, gt=0)
+    #: Event streams (``GET /v1/jobs/{id}/events``) one API process serves at once; one
+    #: more is answered 503. Each holds a thread of its own while it waits on Redis.
+    api_max_streams: int = Field(default=64, gt=0, le=10_000)
+    #: How long an event stream waits on Redis before it sends a keep-alive comment.
+    api_stream_heartbeat_s: float = Field(default=15.0, gt=0, le=300)
 
     @field_validator("api_token")
     @classmethod

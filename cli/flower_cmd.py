@@ -86,7 +86,13 @@ def run_flower(args: argparse.Namespace) -> int:
             from workers.app import app  # noqa: PLC0415  (reads REDIS_URL when imported)
 
             app.conf.broker_url = app.conf.result_backend = os.environ["REDIS_URL"]
-            import workers.tasks  # noqa: F401, PLC0415  (registers the tasks)
+            from flower.options import options  # noqa: PLC0415
+
+            import workers.tasks  # noqa: PLC0415  (registers the tasks)
+
+            # The task list names each iteration's job and number (a flowerconfig.py's
+            # own format_task, read later, takes precedence).
+            options.format_task = workers.tasks.flower_view
 
             auth = "basic auth" if args.basic_auth else "no auth"
             print(f"continuum flower: {_url(args.address, args.port)} ({auth})", flush=True)

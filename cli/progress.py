@@ -158,7 +158,10 @@ def follow(
     labels: Mapping[str, str] | None = None,
     live: bool | None = None,
 ) -> dict[str, JobRecord]:
-    """Poll ``store`` until every job in ``job_ids`` has ended; return their records.
+    """Follow ``store`` until every job in ``job_ids`` has ended; return their records.
+
+    Between two looks it waits on the jobs' event streams (``JobStore.wait_events``): a
+    commit anywhere wakes it at once; with no news it looks again after ``poll_s``.
 
     ``console``: where the progress goes (``Console(stderr=True)`` keeps stdout for
     results); None shows nothing. ``live``: rich bars (default: when the console is an
@@ -174,6 +177,12 @@ def follow(
         live = console is not None and console.is_terminal and not console.is_dumb_terminal
     deadline = None if timeout is None else time.monotonic() + timeout
     records: dict[str, JobRecord | None] = dict.fromkeys(ids)
+    cursors = dict.fromkeys(ids, "0-0")  # the event read up to, per job
+
+    def pause() -> None:
+        """Wait for news of a job that has not ended, ``poll_s`` at most."""
+        waiting = {j: c for j, c in cursors.items() if not _ended({j: records[j]})}
+        cursors.update(store.wait_events(waiting, round(poll_s * 1000)))
 
     def poll() -> bool:
         """Read every job once; True when all have ended or the time is up."""
@@ -208,7 +217,7 @@ def follow(
                 if done:
                     bars.refresh()
                     break
-                time.sleep(poll_s)
+                pause()
     else:
         last: dict[str, str] = {}
         while True:
@@ -226,5 +235,5 @@ def follow(
                         )
             if done:
                 break
-            time.sleep(poll_s)
+            pause()
     return {j: r for j, r in records.items() if r is not None}

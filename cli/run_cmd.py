@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from core import Decision, Fallback, Finish, JobSpec, JobState, OutputFormat, Retry
+from core.models import ContinuationConfig
 from core.models import describe_errors as describe
 
 EXIT = {"succeeded": 0, "partial": 3, "failed": 1}
@@ -48,10 +49,20 @@ def add_spec_options(
     )
     p.add_argument("--model", help="model name (default: the profile's)")
     p.add_argument("--format", required=True, choices=[f.value for f in OutputFormat])
+    # The defaults are the job spec's: one place decides them, whichever way a job comes.
+    defaults = JobSpec.model_fields
     p.add_argument(
-        "--max-tokens", type=int, required=True, metavar="N", help="output limit of one model call"
+        "--max-tokens",
+        type=int,
+        metavar="N",
+        help=f"output limit of one model call ({defaults['max_output_tokens'].default})",
     )
-    p.add_argument("--max-attempts", type=int, metavar="K", help="most continuation calls")
+    p.add_argument(
+        "--max-attempts",
+        type=int,
+        metavar="K",
+        help=f"most continuation calls ({ContinuationConfig.model_fields['max_attempts'].default})",
+    )
     prompt = p.add_mutually_exclusive_group(required=True)
     prompt.add_argument("--prompt", metavar="TEXT")
     prompt.add_argument("--prompt-file", type=Path, metavar="FILE")
@@ -83,9 +94,10 @@ def build_spec(args: argparse.Namespace) -> JobSpec:
     data: dict[str, Any] = {
         "prompt": prompt,
         "format": args.format,
-        "max_output_tokens": args.max_tokens,
         "providers": args.providers or [],
     }
+    if args.max_tokens is not None:
+        data["max_output_tokens"] = args.max_tokens
     if args.model:
         data["model"] = args.model
     if args.max_attempts is not None:

@@ -16,6 +16,7 @@ from celery.signals import celeryd_init, task_failure, task_internal_error, task
 
 from workers.observability import init_sentry, tag_task
 from workers.settings import Settings, get_settings
+from workers.tracing import init_tracing
 
 
 def make_app(settings: Settings | None = None, *, broker_url: str | None = None) -> Celery:
@@ -54,6 +55,7 @@ app = make_app()
 
 def _start_worker(**_: Any) -> None:
     init_sentry(get_settings())
+    init_tracing("continuum-worker")
     # Worker-only (the API imports this module too); a prefork pool forks after this.
     from workers.consumer import on_task_failure, on_task_internal_error  # noqa: PLC0415
 

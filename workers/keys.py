@@ -61,19 +61,32 @@ class Keys:
         """Not a job's key: one commit's (a fresh uuid each), gone with it or its TTL."""
         return f"{self.prefix}staging:{check_id(stage_id, 'stage id')}"
 
+    def events(self, job_id: str) -> str:
+        """The job's event stream: one entry per commit, and one when it ends
+        (``retain.lua``'s ``job_event``; read by ``GET /v1/jobs/{id}/events``)."""
+        return f"{self.prefix}job:{check_id(job_id)}:events"
+
     def job_keys(self, job_id: str) -> tuple[str, ...]:
-        """Every key of one job, its hash first: what expires when the job is retained."""
+        """Every key of one job, its hash first and its event stream last: what expires
+        when the job is retained."""
         return (
             self.job(job_id),
             self.output(job_id),
             self.lease(job_id),
             self.commits(job_id),
             self.callback_claim(job_id),
+            self.events(job_id),
         )
 
     @property
     def active(self) -> str:
         return f"{self.prefix}active"
+
+    @property
+    def jobs(self) -> str:
+        """Every job's id by its creation time (``GET /v1/jobs``); an expired job's entry
+        is dropped when a listing or the watchdog finds its hash gone."""
+        return f"{self.prefix}jobs"
 
     @property
     def outbox(self) -> str:

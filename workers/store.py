@@ -19,6 +19,7 @@ from __future__ import annotations
 import codecs
 import contextlib
 import json
+import math
 import time
 import uuid
 from collections.abc import Iterator
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from redis import Redis
 from redis.commands.core import Script
@@ -50,6 +51,12 @@ DEFAULT_OUTPUT_CHUNK_BYTES = 256 * 1024
 MIN_OUTPUT_CHUNK_BYTES = 64
 #: The most bytes one read of an output (``iter_output``) fetches.
 READ_BYTES = 256 * 1024
+#: Entries of the jobs index one listing looks at, at most.
+LIST_SCAN = 1000
+_LIGHT_FIELDS = (
+    "status", "iteration", "created_at", "updated_at", "batch", "summary", "result", "error",
+    "expires_at", "callback",
+)  # fmt: skip
 #: The most bytes of output one command carries. Redis refuses an argument over
 #: ``proto-max-bulk-len`` (512 MB by default, 1 MB at the least) by closing the connection,
 #: which looks like Redis going away (a retry that never succeeds): a larger text (a
@@ -135,6 +142,45 @@ _COMMIT_CODES = {
     -2: CommitResult.CANCELLED,
     -3: CommitResult.ENDED,
 }
+
+
+@dataclass(frozen=True)
+class JobEvent:
+    """One entry of a job's event stream: its stream id, the iteration a commit reached
+    (None for an end outside a commit), the status then, the commit's summary (progress,
+    decision, fallbacks, last warning, reason) and the error of a job failed outside one."""
+
+    id: str
+    job_id: str
+    iteration: int | None
+    status: JobStatus
+    summary: dict[str, Any]
+    error: str | None
+
+
+def _streams(found: Any) -> list[tuple[Any, list[Any]]]:
+    """XREAD's answer as (stream, entries) pairs, in RESP2's list or RESP3's map."""
+    if isinstance(found, dict):
+        return list(found.items())
+    return [(key, entries) for key, entries in found or []]
+
+
+def _event(job_id: str, entry: Any) -> JobEvent:
+    event_id, raw = entry
+    f = {_s(k): _s(v) for k, v in raw.items()}
+    try:
+        summary = json.loads(f.get("summary") or "{}")
+    except ValueError:
+        summary = {}
+    iteration = f.get("iteration")
+    return JobEvent(
+        id=_s(event_id),
+        job_id=job_id,
+        iteration=int(iteration) if iteration else None,
+        status=JobStatus(f["status"]),
+        summary=summary if isinstance(summary, dict) else {},
+        error=f.get("error"),
+    )
 
 
 @dataclass(frozen=True)
@@ -249,7 +295,7 @@ class JobStore:
         k = self.keys
         batch_key = k.batch(batch) if batch else k.job(job_id)
         created = self._create(
-            keys=[k.job(job_id), k.active, batch_key],
+            keys=[k.job(job_id), k.active, batch_key, k.jobs],
             args=[job_id, spec, state, time.time(), deadline, batch or ""],
         )
         return bool(created)
@@ -479,6 +525,108 @@ class JobStore:
         if created:
             self.redis.hset(key, "created_at", time.time())
         return created
+
+    # -- the jobs index (``Keys.jobs``) ----------------------------------------------------
+    def list_jobs(
+        self,
+        *,
+        limit: int,
+        cursor: tuple[float, str] | None = None,
+        statuses: frozenset[JobStatus] = frozenset(),
+        batch: str | None = None,
+        since: float | None = None,
+        scan: int = LIST_SCAN,
+    ) -> tuple[list[JobRecord], tuple[float, str] | None]:
+        """Jobs newest first, after ``cursor`` (the creation time and id of the last one
+        seen), that match the filters; at most ``limit``, and at most ``scan`` entries of
+        the index looked at (the cost of a call is bounded however rare the matches).
+        Returns them (without spec and state) and the cursor to go on from (None: no more).
+        Entries of expired jobs met on the way are dropped from the index."""
+        top, after = cursor if cursor is not None else (math.inf, None)
+        low = "-inf" if since is None else since
+        high: float | str = "+inf" if top == math.inf else top
+        entries = self.redis.zrevrangebyscore(
+            self.keys.jobs, high, low, start=0, num=scan + 1, withscores=True
+        )
+        out: list[JobRecord] = []
+        last: tuple[float, str] | None = None
+        looked = 0
+        for member, raw_score in cast(list[tuple[bytes, float]], entries):
+            job_id, score = _s(member), float(raw_score)
+            if after is not None and score == top and job_id >= after:
+                continue  # seen on an earlier page (equal times come in reverse id order)
+            if looked == scan or len(out) == limit:
+                return out, last
+            looked += 1
+            last = (score, job_id)
+            record = self._light(job_id)
+            if record is None:
+                self.redis.zrem(self.keys.jobs, job_id)
+            elif (not statuses or record.status in statuses) and (
+                batch is None or record.batch == batch
+            ):
+                out.append(record)
+        # A full read may have spent part of itself on entries seen already (equal times).
+        return out, (last if len(entries) == scan + 1 else None)
+
+    def _light(self, job_id: str) -> JobRecord | None:
+        """The job without its spec and state (the two large fields): what lists show."""
+        values = self.redis.hmget(self.keys.job(job_id), _LIGHT_FIELDS)
+        f = {name: _s(v) for name, v in zip(_LIGHT_FIELDS, values, strict=True) if v is not None}
+        if "status" not in f:
+            return None
+        summary, result = f.get("summary"), f.get("result")
+        return JobRecord(
+            job_id=job_id,
+            status=JobStatus(f["status"]),
+            iteration=int(f["iteration"]),
+            spec="",
+            state="",
+            created_at=float(f["created_at"]),
+            updated_at=float(f["updated_at"]),
+            batch=f.get("batch") or None,
+            summary=json.loads(summary) if summary else {},
+            result=json.loads(result) if result else None,
+            error=_text(f.get("error")),
+            expires_at=_time(f.get("expires_at")),
+            callback=f.get("callback"),
+        )
+
+    def prune_jobs_index(self, most: int = 200) -> int:
+        """Drop the oldest entries of the index whose job has expired (at most ``most``
+        looked at): the watchdog calls it each sweep, so the index never outgrows the
+        jobs Redis holds. Returns how many were dropped."""
+        oldest = [_s(m) for m in cast(list[bytes], self.redis.zrange(self.keys.jobs, 0, most - 1))]
+        if not oldest:
+            return 0
+        pipe = self.redis.pipeline(transaction=False)
+        for job_id in oldest:
+            pipe.exists(self.keys.job(job_id))
+        gone = [j for j, alive in zip(oldest, pipe.execute(), strict=True) if not alive]
+        if gone:
+            self.redis.zrem(self.keys.jobs, *gone)
+        return len(gone)
+
+    # -- events (``retain.lua``'s ``job_event``) ------------------------------------------
+    def events(
+        self, job_id: str, after: str = "0-0", *, count: int = 100, block_ms: int | None = None
+    ) -> list[JobEvent]:
+        """The job's events after the stream id ``after`` (oldest first, at most
+        ``count``), waiting up to ``block_ms`` for one when there is none yet (None: no
+        wait). One per commit, and one when the job ends otherwise (failed, cancelled)."""
+        streams: dict[Any, Any] = {self.keys.events(job_id): after}
+        found = _streams(self.redis.xread(streams, count=count, block=block_ms))
+        return [_event(job_id, entry) for _, entries in found for entry in entries]
+
+    def wait_events(self, cursors: dict[str, str], block_ms: int) -> dict[str, str]:
+        """Wait up to ``block_ms`` for an event of any of the jobs (job id: the stream id
+        read up to); the jobs that have news, with their newest event's id."""
+        if not cursors:
+            return {}
+        streams: dict[Any, Any] = {self.keys.events(j): after for j, after in cursors.items()}
+        by_key = {self.keys.events(job): job for job in cursors}
+        found = _streams(self.redis.xread(streams, block=max(1, block_ms)))
+        return {by_key[_s(key)]: _s(entries[-1][0]) for key, entries in found if entries}
 
     def batch_jobs(self, batch_id: str) -> list[str]:
         return sorted(_s(m) for m in self.redis.smembers(self.keys.batch(batch_id)))

@@ -28,6 +28,14 @@ from workers.settings import Settings
 Enqueue = Callable[[str, int, float, str], None]
 
 
+def iterate_options(job_id: str, iteration: int) -> dict[str, Any]:
+    """``continuum.iterate``'s send options: its arguments, and how monitors show them
+    (Flower, from the sender's task-sent event and the worker's task-received one; the
+    workers' logs) in JSON, where Celery would show their Python repr."""
+    kwargs = {"job_id": job_id, "iteration": iteration}
+    return {"kwargs": kwargs, "argsrepr": "[]", "kwargsrepr": json.dumps(kwargs)}
+
+
 @dataclass(frozen=True)
 class Submitted:
     job_id: str
@@ -36,9 +44,11 @@ class Submitted:
 
 
 class Refused(ValueError):
-    """A valid spec this deployment will not run; ``code`` names why for the API."""
+    """A valid spec this deployment will not run; ``code`` names why for the API, and
+    ``field`` the part of the spec it is about."""
 
     code = "refused"
+    field: tuple[str, ...] = ()
 
 
 class OverLimit(Refused):
@@ -52,6 +62,7 @@ class UnknownProfile(Refused):
     submission, not at its first iteration."""
 
     code = "unknown_profile"
+    field = ("providers",)
 
 
 def unknown_profiles(spec: JobSpec, known: Collection[str]) -> str | None:

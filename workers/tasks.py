@@ -16,9 +16,12 @@ so Flower and Sentry show it, and is acknowledged: never redelivered forever.
 
 from __future__ import annotations
 
+import json
 import logging
+from collections import UserDict
 from typing import Any, TypeVar
 
+from celery.worker.request import Request
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from core import JobSpec
@@ -29,7 +32,14 @@ from workers.app import app
 from workers.iteration import JobFailed, run_iteration
 from workers.observability import QuietRequest
 from workers.runtime import runtime
-from workers.submit import Refused, new_id, record_invalid, submit_batch, submit_job
+from workers.submit import (
+    Refused,
+    iterate_options,
+    new_id,
+    record_invalid,
+    submit_batch,
+    submit_job,
+)
 
 log = logging.getLogger("continuum.tasks")
 
@@ -71,9 +81,7 @@ def _parse(model: type[M], args: tuple[Any, ...], kwargs: dict[str, Any]) -> M |
 
 def enqueue_iteration(job_id: str, iteration: int, countdown: float = 0.0, queue: str = "") -> None:
     iterate.apply_async(
-        kwargs={"job_id": job_id, "iteration": iteration},
-        countdown=countdown or None,
-        queue=queue or None,
+        **iterate_options(job_id, iteration), countdown=countdown or None, queue=queue or None
     )
 
 
@@ -111,14 +119,45 @@ def submit_batch_task(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
     }
 
 
+class IterateRequest(Request):  # type: ignore[misc]  # celery has no type hints
+    """An iteration's request: its arguments, as the worker's events carry them to Flower
+    (and its log lines), in JSON, whoever sent the message. Arguments that are not the
+    contract's (a poison message) keep Celery's repr."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if self._args or not isinstance(self._kwargs, dict):
+            return
+        parsed = _parse(IterateArgs, (), self._kwargs)
+        if isinstance(parsed, IterateArgs):
+            shown = iterate_options(parsed.job_id, parsed.iteration)
+            self._kwargsrepr = self._request_dict["kwargsrepr"] = shown["kwargsrepr"]
+            self._argsrepr = self._request_dict["argsrepr"] = shown["argsrepr"]
+
+
+class Progress(UserDict[str, Any]):
+    """An iteration's result. Celery shows a result as its repr (Flower, the worker's log);
+    this one's repr is its JSON, which a dict's cannot be: Celery renders dicts itself."""
+
+    def __repr__(self) -> str:
+        return json.dumps(self.data, default=str)
+
+
 # Flower shows a task's result as its repr, cut at ``resultrepr_maxsize`` (1 KiB by
 # default): long enough here for the fallbacks and reasons after the progress fields.
 # Flower builds its task list from the workers' events, which carry the result's repr:
 # the result backend is not needed for it, and skipping it saves six Redis commands per
 # iteration (the STARTED and SUCCESS writes and their publishes).
-@app.task(name="continuum.iterate", bind=True, resultrepr_maxsize=8192, ignore_result=True)
-def iterate(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
-    """Run one iteration of a job; its result (shown by Flower) carries the progress.
+@app.task(
+    name="continuum.iterate",
+    bind=True,
+    resultrepr_maxsize=8192,
+    ignore_result=True,
+    Request=IterateRequest,
+)
+def iterate(self: Any, *args: Any, **kwargs: Any) -> Progress:
+    """Run one iteration of a job; its result (shown by Flower, in JSON) carries the
+    progress.
 
     A job that ends failed makes this task fail too, with the job's reason, so Flower lists
     it among failed tasks (and Sentry receives it); the message is acked all the same.
@@ -130,7 +169,24 @@ def iterate(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
         if job_id is not None and rt.store.load(job_id) is not None:
             rt.store.fail(job_id, f"invalid iteration message: {parsed}")
         raise InvalidMessage(f"invalid iteration message: {parsed}")
-    return run_iteration(rt, parsed.job_id, parsed.iteration, enqueue_iteration, enqueue_callback)
+    done = run_iteration(rt, parsed.job_id, parsed.iteration, enqueue_iteration, enqueue_callback)
+    return Progress(done)
+
+
+def flower_view(task: Any) -> Any:
+    """Flower's ``format_task`` (``continuum flower`` sets it): an iteration is listed, and
+    titled on its page, as ``continuum.iterate[<job id>#<iteration>]``. Flower passes a
+    copy made for display: its events state, its task types and its Prometheus labels keep
+    the task's own name, so they do not grow with every iteration (a ``shadow`` name in
+    the message would, and in every worker's counters too)."""
+    if task.name != iterate.name or not task.kwargs:
+        return task
+    try:
+        parsed = IterateArgs.model_validate_json(task.kwargs)
+    except ValidationError:  # sent before its worker showed arguments in JSON
+        return task
+    task.name = f"{iterate.name}[{parsed.job_id}#{parsed.iteration}]"
+    return task
 
 
 class CallbackArgs(BaseModel):
@@ -179,6 +235,7 @@ __all__ = [
     "callback",
     "enqueue_callback",
     "enqueue_iteration",
+    "flower_view",
     "generate",
     "iterate",
 ]

@@ -78,12 +78,13 @@ def _send_callback(job_id: str) -> None:
 def run_forever(
     rt: Runtime, enqueue: Enqueue, stop: threading.Event, notify: Notify = _send_callback
 ) -> None:
-    """Sweep the jobs and the callback outbox every ``watchdog_interval_s`` until ``stop``
-    is set."""
+    """Sweep the jobs, the callback outbox and the jobs index every
+    ``watchdog_interval_s`` until ``stop`` is set."""
     while not stop.is_set():
         try:
             sweep(rt, enqueue)
             sweep_outbox(rt, notify)
+            rt.store.prune_jobs_index()  # expired jobs leave the listing's index
         except Exception:  # a Redis hiccup must not end the watchdog
             log.exception("watchdog sweep failed; trying again")
         stop.wait(rt.settings.watchdog_interval_s)

@@ -230,7 +230,7 @@ def test_a_profile_queue_routes_iterations_and_its_rate_limit_is_shared(
     assert "Task continuum.iterate[" not in c.log(general)  # it only created the jobs
     assert "Task continuum.generate[" in c.log(general)
     logs = "".join(c.log(w) for w in dedicated)
-    assert "'commit': 'committed'" in logs and "'deferred_s'" in logs
+    assert '"commit": "committed"' in logs and '"deferred_s"' in logs
 
 
 # -- callbacks ----------------------------------------------------------------------------

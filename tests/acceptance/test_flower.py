@@ -1,11 +1,14 @@
 """``continuum flower`` on a real cluster: Flower lists the worker, every iteration as a
-``continuum.iterate`` task whose arguments are the job id and the iteration only, whose
-result carries the job's progress, and a failed job's last iteration as a failed task
-with the reason."""
+``continuum.iterate`` task whose arguments are the job id and the iteration only (in
+JSON), whose result carries the job's progress (in JSON), and a failed job's last
+iteration as a failed task with the reason. Its task list and task page name each
+iteration ``continuum.iterate[<job id>#<iteration>]``, while the task keeps its name
+everywhere else (routing, Flower's API, task types and Prometheus labels)."""
 
 from __future__ import annotations
 
-import ast
+import json
+import re
 import signal
 import subprocess
 import time
@@ -16,6 +19,7 @@ from typing import Any
 
 import httpx
 from procs import CONTINUUM, ROOT, Cluster
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import free_port
 
@@ -100,13 +104,29 @@ class Flower:
 
 
 def iterations(tasks: dict[str, Any], job_id: str) -> list[dict[str, Any]]:
-    """The job's ``continuum.iterate`` tasks in Flower's list, by iteration."""
+    """The job's ``continuum.iterate`` tasks in Flower's API, by iteration."""
     mine = [
         {"uuid": uuid_, **t}
         for uuid_, t in tasks.items()
-        if t.get("name") == "continuum.iterate" and f"'job_id': '{job_id}'" in (t["kwargs"] or "")
+        if t.get("name") == "continuum.iterate" and json.loads(t["kwargs"])["job_id"] == job_id
     ]
-    return sorted(mine, key=lambda t: ast.literal_eval(t["kwargs"])["iteration"])
+    return sorted(mine, key=lambda t: json.loads(t["kwargs"])["iteration"])
+
+
+def listed(flower: Flower, search: str) -> list[dict[str, Any]]:
+    """The rows of Flower's task list (the page's table) that ``search`` finds."""
+    params = {
+        "draw": 1,
+        "start": 0,
+        "length": 1000,
+        "search[value]": search,
+        "order[0][column]": 0,
+        "order[0][dir]": "asc",
+        "columns[0][data]": "received",
+    }
+    answer = flower.http.get("/tasks/datatable", params=params)
+    answer.raise_for_status()
+    return list(answer.json()["data"])
 
 
 def test_flower_shows_iterations_with_progress_and_failures(
@@ -146,16 +166,16 @@ def test_flower_shows_iterations_with_progress_and_failures(
 
     done, failed = flower.wait("settled iterate tasks", settled)
 
-    # The arguments: the job id and the iteration, nothing of the prompt.
+    # The arguments: the job id and the iteration, in JSON, nothing of the prompt.
     for n, task in enumerate(done):
-        assert task["args"] == "()"
-        assert ast.literal_eval(task["kwargs"]) == {"job_id": ok, "iteration": n}
+        assert task["args"] == "[]"
+        assert json.loads(task["kwargs"]) == {"job_id": ok, "iteration": n}
         assert "secret catalogue" not in str(task)
         assert task["worker"] == workers[0]
 
-    # Every succeeded iteration's result carries the progress; the fallback is in it.
+    # Every succeeded iteration's result carries the progress, in JSON; the fallback too.
     assert all(t["state"] == "SUCCESS" for t in done)
-    results = [ast.literal_eval(t["result"]) for t in done]
+    results = [json.loads(t["result"]) for t in done]
     for n, result in enumerate(results):
         assert set(PROGRESS) <= set(result), result
         # ``iteration`` is the task's (0-based); ``iterations_done`` counts the job's.
@@ -169,7 +189,7 @@ def test_flower_shows_iterations_with_progress_and_failures(
     # The failed job: its first iteration asked for a retry, its last one failed with
     # the reason (the task's exception), as ``continuum status`` would say it.
     assert [t["state"] for t in failed] == ["SUCCESS", "FAILURE"]
-    assert "the provider reported an error" in ast.literal_eval(failed[0]["result"])["reason"]
+    assert "the provider reported an error" in json.loads(failed[0]["result"])["reason"]
     exception = failed[-1]["exception"]
     assert exception.startswith("JobFailed(")
     assert f"job {bad} failed at iteration 1: 2 consecutive failures" in exception
@@ -178,10 +198,39 @@ def test_flower_shows_iterations_with_progress_and_failures(
     assert info["state"] == "FAILURE" and info["exception"] == exception
     assert "JobFailed" in info["traceback"]
 
-    # The task page shows the same result.
+    # The task list names each iteration by its job and number; a search for the job's
+    # id finds its iterations and its generate task, and nothing of the other job.
+    rows = listed(flower, ok)
+    shown = {r["uuid"]: r["name"] for r in rows if r["name"] != "continuum.generate"}
+    assert shown == {t["uuid"]: f"continuum.iterate[{ok}#{n}]" for n, t in enumerate(done)}
+    assert len(rows) == len(done) + 1
+    everything = {r["name"] for r in listed(flower, "")}
+    assert f"continuum.iterate[{bad}#1]" in everything
+    assert "continuum.generate" in everything  # other tasks keep their names
+
+    # The task page shows the same name and result.
     page = flower.get(f"/task/{done[-1]['uuid']}")
-    for field in (*PROGRESS, ok, "succeeded"):
+    for field in (*PROGRESS, ok, "succeeded", f"continuum.iterate[{ok}#{len(done) - 1}]"):
         assert field in page, field
+
+    # The name is for display only: the worker routed and ran every message by the task's
+    # name, and Flower's task types and Prometheus labels do not grow with iterations.
+    assert flower.get("/api/task/types")["task-types"] == [
+        "continuum.generate",
+        "continuum.iterate",
+    ]
+    # Flower's /metrics (open, as docs/operations.md says) has the iterations' runtimes.
+    metrics = httpx.get(f"{flower.base}/metrics", timeout=10).text
+    labels = set(re.findall(r'task="([^"]*)"', metrics))
+    assert labels == {"continuum.generate", "continuum.iterate"}, labels
+    runtimes = [
+        sample.value
+        for family in text_string_to_metric_families(metrics)
+        for sample in family.samples
+        if sample.name == "flower_task_runtime_seconds_count"
+        and sample.labels["task"] == "continuum.iterate"
+    ]
+    assert runtimes == [len(done) + 1]  # every iteration that succeeded, the job's and bad's
 
     # SIGTERM stops it cleanly.
     flower.proc.send_signal(signal.SIGTERM)

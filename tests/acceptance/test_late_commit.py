@@ -61,8 +61,8 @@ def test_a_late_commit_does_not_revive_an_ended_job(
         assert not store.redis.exists(lease)  # the lease ran out while it was paused
     finally:
         os.kill(worker.pid, signal.SIGCONT)
-    wait_for("the late commit's answer", lambda: "'commit': '" in c.log(worker), c)
-    assert "'commit': 'ended'" in c.log(worker), c.log(worker)
+    wait_for("the late commit's answer", lambda: '"commit": "' in c.log(worker), c)
+    assert '"commit": "ended"' in c.log(worker), c.log(worker)
 
     record = store.load(job)
     assert record is not None

@@ -39,7 +39,7 @@ def test_a_worker_without_a_provider_fails_jobs_and_never_runs_the_sim(
         assert record.status is JobStatus.FAILED, (job_id, record.status)
         assert store.output(job_id) == ""  # no text, made up or not
     assert NO_PROVIDER in (records["no-key"].error or "")
-    assert "unknown provider profile(s) sim" in (records["names-sim"].error or "")
+    assert "unknown provider profile(s) 'sim'" in (records["names-sim"].error or "")
 
 
 def test_an_enabled_sim_serves_jobs_that_name_no_provider(cluster: Callable[..., Cluster]) -> None:

@@ -156,11 +156,14 @@ def test_docs(api: httpx.Client) -> None:
         "/v1/jobs/{job_id}",
         "/v1/jobs/{job_id}/output",
         "/v1/jobs/{job_id}/result",
+        "/v1/jobs/{job_id}/events",
         "/v1/batches/{batch_id}",
         "/healthz",
+        "/metrics",
     }
     assert "securitySchemes" not in schema.get("components", {})
     assert set(paths["/v1/jobs/{job_id}"]) == {"get", "delete"}
+    assert set(paths["/v1/jobs"]) == {"get", "post"}
 
 
 def test_an_app_on_a_given_redis_client(

@@ -285,7 +285,7 @@ def test_odd_inputs_are_4xx_never_5xx(api: httpx.Client) -> None:
         ("GET", "/v1/jobs/x/output", {"params": {"raw": "perhaps"}}, 422, "query parameter raw"),
         ("GET", "/v1/jobs/" + "a" * 5000, {}, 422, "path parameter job_id"),
         ("DELETE", "/v1/batches/..", {}, 404, "no such path"),
-        ("PATCH", "/v1/jobs", {}, 405, "PATCH is not allowed here; allowed: POST"),
+        ("PATCH", "/v1/jobs", {}, 405, "PATCH is not allowed here; allowed: GET, HEAD, POST"),
     ]
     for method, path, kwargs, status, words in cases:
         r = api.request(method, path, **kwargs)

@@ -79,9 +79,9 @@ def test_every_key_of_an_ended_job_expires_after_the_retention(
 
     keys = job_keys_in_redis(store, "j")
     k = store.keys
-    assert set(keys) == {k.job("j"), k.output("j"), k.commits("j"), k.lease("j")}
+    assert set(keys) == {k.job("j"), k.output("j"), k.commits("j"), k.lease("j"), k.events("j")}
     assert set(keys) <= set(k.job_keys("j"))
-    for key in (k.job("j"), k.output("j"), k.commits("j")):
+    for key in (k.job("j"), k.output("j"), k.commits("j"), k.events("j")):
         assert HOUR * 1000 - 5_000 < keys[key] <= HOUR * 1000, key
     assert 0 < keys[k.lease("j")] <= 30_000  # a lease is never lengthened
     record = store.load("j")
@@ -96,7 +96,9 @@ def test_a_running_job_does_not_expire(redis_client: Redis, redis_prefix: str) -
     assert commit(store, "j", 1, JobStatus.RUNNING) is CommitResult.COMMITTED
     keys = job_keys_in_redis(store, "j")
     k = store.keys
-    assert {keys[k.job("j")], keys[k.output("j")], keys[k.commits("j")]} == {-1}
+    assert {keys[k.job("j")], keys[k.output("j")], keys[k.commits("j")], keys[k.events("j")]} == {
+        -1
+    }
     record = store.load("j")
     assert record is not None and record.expires_at is None
 
@@ -110,7 +112,9 @@ def test_retention_0_keeps_an_ended_job_forever(
     ENDINGS[ending](store, "j")
     keys = job_keys_in_redis(store, "j")
     k = store.keys
-    assert {keys[k.job("j")], keys[k.output("j")], keys[k.commits("j")]} == {-1}
+    assert {keys[k.job("j")], keys[k.output("j")], keys[k.commits("j")], keys[k.events("j")]} == {
+        -1
+    }
     record = store.load("j")
     assert record is not None and record.status.value in ending and record.expires_at is None
 

@@ -9,5 +9,6 @@ if ends(status) then
 end
 redis.call('HSET', KEYS[1], 'status', 'cancelled', 'updated_at', ARGV[2])
 redis.call('ZREM', KEYS[2], ARGV[1])
+job_event(3, 3, 'status', 'cancelled')
 retain(3, 3)
 return 1

@@ -54,6 +54,7 @@ end
 if redis.call('GET', KEYS[3]) == ARGV[9] then
   redis.call('DEL', KEYS[3])
 end
+job_event(7, 14, 'iteration', tonumber(ARGV[2]) + 1, 'status', ARGV[6], 'summary', ARGV[10])
 if ends(ARGV[6]) then
   retain(7, 14)
 end

@@ -10,5 +10,6 @@ if ends(status) then
 end
 redis.call('HSET', KEYS[1], 'status', 'failed', 'error', ARGV[3], 'updated_at', ARGV[2])
 redis.call('ZREM', KEYS[2], ARGV[1])
+job_event(3, 4, 'status', 'failed', 'error', ARGV[3])
 retain(3, 4)
 return 1

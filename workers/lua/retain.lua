@@ -33,6 +33,18 @@ local function call_back(job, outbox, a)
   redis.call('ZADD', outbox, ARGV[a + 3], ARGV[a + 5] .. ':' .. ARGV[a + 4])
 end
 
+-- Entries an event stream keeps (the newest; a reader resuming from an older id gets
+-- the oldest kept one next).
+local EVENTS_KEPT = 1000
+
+-- Add an event (field, value, ...) to the job's stream, the last of its keys KEYS[k], ...
+-- (ARGV[a + 2] of them): every commit and every end writes one, in its own script, so a
+-- reader of the stream misses none and sees them in order.
+local function job_event(k, a, ...)
+  local stream = KEYS[k + tonumber(ARGV[a + 2]) - 1]
+  redis.call('XADD', stream, 'MAXLEN', '~', EVENTS_KEPT, '*', ...)
+end
+
 local function retain(k, a)
   local ms = tonumber(ARGV[a])
   local expires_at = ARGV[a + 1]

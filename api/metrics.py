@@ -1,0 +1,287 @@
+"""``GET /metrics``: Prometheus metrics of the deployment, read from Redis at scrape time.
+
+The API runs apart from the workers, so it counts nothing itself: every number is read
+from what Redis holds when Prometheus scrapes, by a custom collector (``StoreCollector``)
+whose cost is bounded and whose answer is reused for ``CONTINUUM_METRICS_CACHE_S``:
+
+- the broker: the messages waiting in each queue Continuum uses (``LLEN`` of the queue's
+  list at each priority, as kombu counts it) and the messages workers hold unacknowledged;
+- the store: the jobs past their watchdog deadline (``active``) and the callbacks not yet
+  delivered (``outbox``);
+- the jobs Redis holds (running, or ended within the retention): by status, with their
+  committed iterations and provider fallbacks, from the small fields of each job's hash
+  (``status``, ``iteration``, ``summary``), found with ``SCAN`` and read in pipelines. At
+  most ``CONTINUUM_METRICS_MAX_JOBS`` hashes are read per scrape (and ten times as many
+  keys walked); ``continuum_metrics_jobs_complete`` says whether the cap cut the count.
+
+These job numbers are gauges, not counters: they fall when ended jobs expire. Token
+counts, cost, merge failures and iteration latency are not exposed: the store keeps the
+first three only inside each job's state (kilobytes to a megabyte each: too much to read
+at every scrape) and no timings at all (docs/operations.md, "Metrics").
+
+The route requires the API's bearer token, like ``/v1``, unless
+``CONTINUUM_METRICS_PUBLIC=1``: a scraper on a private network may then read it without.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastapi import APIRouter, Request, Response, Security
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.metrics_core import GaugeMetricFamily, Metric
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+from redis import Redis
+
+from api.auth import AuthFirstRoute, BearerAuth
+from workers.keys import Keys
+from workers.providers.profiles import Profile
+from workers.settings import CELERY_DEFAULT_QUEUE, Settings
+from workers.store import JobStatus
+
+#: kombu's Redis transport keeps a queue as one list per priority step: the plain name
+#: for priority 0, ``name + SEP + step`` for the others (``kombu.transport.redis``).
+PRIORITY_STEPS = (0, 3, 6, 9)
+PRIORITY_SEP = "\x06\x16"
+#: kombu's hash of the messages delivered to a worker and not acknowledged yet.
+UNACKED = "unacked"
+#: Keys asked of each ``SCAN`` call; a scrape walks at most ``KEYS_PER_JOB`` keys per job
+#: hash it may read (a job has up to five keys, and the database holds Celery's too).
+SCAN_COUNT = 1000
+KEYS_PER_JOB = 10
+#: Job hashes read per pipeline.
+BATCH = 1000
+
+
+class MetricsSettings(BaseSettings):
+    """``CONTINUUM_METRICS_*``, read when the app is built."""
+
+    model_config = SettingsConfigDict(env_prefix="CONTINUUM_METRICS_", extra="ignore")
+
+    #: Serve ``/metrics`` without the bearer token (a scraper on a private network).
+    public: bool = False
+    #: The most job hashes one scrape reads.
+    max_jobs: int = Field(default=100_000, gt=0, le=10_000_000)
+    #: How long a scrape's answer is reused (several scrapers, or API processes, share a
+    #: Redis); 0 reads Redis on every scrape.
+    cache_s: float = Field(default=10.0, ge=0, le=3600)
+
+
+@dataclass
+class JobTotals:
+    """The jobs of one scrape, by status."""
+
+    jobs: dict[str, int] = field(default_factory=lambda: dict.fromkeys(JobStatus, 0))
+    iterations: dict[str, int] = field(default_factory=lambda: dict.fromkeys(JobStatus, 0))
+    fallbacks: int = 0
+    read: int = 0
+    complete: bool = True
+
+    def add(self, status: Any, iteration: Any, summary: Any) -> None:
+        """Count one job hash (``HMGET``'s bytes, or str from a client that decodes); one
+        gone meanwhile has no status and is not counted."""
+        name = _bytes(status).decode() if status is not None else None
+        if name not in self.jobs:
+            return
+        self.jobs[name] += 1
+        self.iterations[name] += int(iteration or 0)
+        if summary:
+            self.fallbacks += len(json.loads(summary).get("fallbacks") or ())
+
+
+def _bytes(value: bytes | str) -> bytes:
+    return value if isinstance(value, bytes) else value.encode()
+
+
+def _glob_escape(text: str) -> str:
+    """``text`` as a literal in a ``SCAN MATCH`` pattern."""
+    return "".join("\\" + c if c in "*?[]\\" else c for c in text)
+
+
+def job_hashes(redis: Redis, keys: Keys, most: int) -> tuple[list[bytes], bool]:
+    """The keys of at most ``most`` job hashes (``{prefix}job:{id}``, not the job's other
+    keys), and whether they are all of them."""
+    head = len(keys.job("x").encode()) - 1
+    pattern = _glob_escape(keys.job("x")[:-1]) + "*"
+    found: set[bytes] = set()  # SCAN may return a key twice
+    cursor, walked = 0, 0
+    while True:
+        cursor, batch = redis.scan(cursor, match=pattern, count=SCAN_COUNT)
+        walked += SCAN_COUNT
+        found.update(k for k in map(_bytes, batch) if b":" not in k[head:])
+        if cursor == 0 and len(found) <= most:
+            return sorted(found), True
+        if len(found) >= most or walked >= most * KEYS_PER_JOB:
+            return sorted(found)[:most], False
+
+
+def read_jobs(redis: Redis, keys: Keys, most: int) -> JobTotals:
+    """Every job hash's ``status``, ``iteration`` and ``summary``, summed (bounded)."""
+    names, complete = job_hashes(redis, keys, most)
+    totals = JobTotals(read=len(names), complete=complete)
+    for start in range(0, len(names), BATCH):
+        pipe = redis.pipeline(transaction=False)
+        for name in names[start : start + BATCH]:
+            pipe.hmget(name, ["status", "iteration", "summary"])
+        for status, iteration, summary in pipe.execute():
+            totals.add(status, iteration, summary)
+    return totals
+
+
+def queues_of(settings: Settings, profiles: Iterable[Profile]) -> list[str]:
+    """The queues Continuum's messages go to: the default one, Celery's default one when
+    workers consume it, and every profile's own."""
+    found = {settings.queue, *(p.queue for p in profiles if p.queue)}
+    if settings.consume_default_queue:
+        found.add(CELERY_DEFAULT_QUEUE)
+    return sorted(found)
+
+
+@dataclass(eq=False)  # the registry keys its collectors by identity
+class StoreCollector:
+    """Reads the metrics from Redis when collected, reusing an answer ``cache_s`` old."""
+
+    redis: Redis
+    settings: Settings
+    queues: Sequence[str]
+    limits: MetricsSettings
+    clock: Callable[[], float] = time.monotonic
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _cached: list[Metric] | None = None
+    _at: float = float("-inf")
+
+    def collect(self) -> Iterable[Metric]:
+        with self._lock:  # one scrape reads Redis; one arriving meanwhile reuses its answer
+            if self._cached is None or self.clock() - self._at >= self.limits.cache_s:
+                self._cached = list(self._read())
+                self._at = self.clock()
+            return list(self._cached)
+
+    def _read(self) -> Iterator[Metric]:
+        started = time.perf_counter()
+        yield from self._broker()
+        totals = read_jobs(self.redis, Keys(self.settings.key_prefix), self.limits.max_jobs)
+        yield from _jobs(totals)
+        yield _gauge(
+            "continuum_metrics_read_seconds",
+            "Seconds this scrape took to read Redis (answers are reused for "
+            "CONTINUUM_METRICS_CACHE_S).",
+            time.perf_counter() - started,
+        )
+
+    def _broker(self) -> Iterator[Metric]:
+        bp, keys, now = self.settings.broker_prefix, Keys(self.settings.key_prefix), time.time()
+        pipe = self.redis.pipeline(transaction=False)
+        for queue in self.queues:
+            for step in PRIORITY_STEPS:
+                pipe.llen(f"{bp}{queue}{PRIORITY_SEP}{step}" if step else f"{bp}{queue}")
+        pipe.hlen(f"{bp}{UNACKED}")
+        pipe.zcount(keys.active, "-inf", now)
+        pipe.zcard(keys.outbox)
+        *lengths, unacked, overdue, outbox = pipe.execute()
+        waiting = GaugeMetricFamily(
+            "continuum_queue_messages",
+            "Messages waiting in a broker queue (every priority), not yet taken by a worker.",
+            labels=["queue"],
+        )
+        steps = len(PRIORITY_STEPS)
+        for n, queue in enumerate(self.queues):
+            waiting.add_metric([queue], sum(lengths[n * steps : (n + 1) * steps]))
+        yield waiting
+        yield _gauge(
+            "continuum_broker_unacked_messages",
+            "Messages workers have taken and not acknowledged yet: iterations running, or "
+            "held until their countdown (every queue of the broker's database).",
+            unacked,
+        )
+        yield _gauge(
+            "continuum_jobs_overdue",
+            "Unfinished jobs past their deadline: the watchdog sends their iteration again.",
+            overdue,
+        )
+        yield _gauge(
+            "continuum_callbacks_pending",
+            "Ended jobs whose callback is not delivered yet (the outbox).",
+            outbox,
+        )
+
+
+def _gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, doc, value=value)
+
+
+def _jobs(totals: JobTotals) -> Iterator[Metric]:
+    jobs = GaugeMetricFamily(
+        "continuum_jobs",
+        "Jobs held in Redis (unfinished, or ended within the retention), by status; falls "
+        "when ended jobs expire.",
+        labels=["status"],
+    )
+    iterations = GaugeMetricFamily(
+        "continuum_job_iterations",
+        "Iterations committed by the jobs held in Redis, by the job's status.",
+        labels=["status"],
+    )
+    for status in JobStatus:
+        jobs.add_metric([status.value], totals.jobs[status])
+        iterations.add_metric([status.value], totals.iterations[status])
+    yield jobs
+    yield iterations
+    yield _gauge(
+        "continuum_job_provider_fallbacks",
+        "Provider fallbacks (a profile failed for good, the next one served) of the jobs "
+        "held in Redis.",
+        totals.fallbacks,
+    )
+    yield _gauge(
+        "continuum_metrics_jobs_read",
+        "Job hashes this scrape read (at most CONTINUUM_METRICS_MAX_JOBS).",
+        totals.read,
+    )
+    yield _gauge(
+        "continuum_metrics_jobs_complete",
+        "1 when the job metrics count every job held; 0 when CONTINUUM_METRICS_MAX_JOBS "
+        "cut them short.",
+        int(totals.complete),
+    )
+
+
+def metrics_router(
+    redis: Redis, settings: Settings, profiles: Iterable[Profile], auth: BearerAuth | None
+) -> APIRouter:
+    """``GET /metrics``, behind ``auth`` unless ``CONTINUUM_METRICS_PUBLIC`` is set; the
+    queues counted are those of ``settings`` and of the provider ``profiles``."""
+    limits = MetricsSettings()
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(StoreCollector(redis, settings, queues_of(settings, profiles), limits))
+    guarded = auth is not None and not limits.public
+    router = APIRouter(dependencies=[Security(auth)] if guarded else [], route_class=AuthFirstRoute)
+    responses: dict[int | str, dict[str, Any]] = {
+        200: {"content": {"text/plain": {"schema": {"type": "string"}}}},
+        503: {"description": "Redis is unreachable."},
+    }
+    if guarded:
+        responses[401] = {"description": "No valid bearer token."}
+
+    @router.get(
+        "/metrics",
+        response_class=Response,
+        summary="Prometheus metrics",
+        responses=responses,
+    )
+    def metrics(request: Request) -> Response:
+        """Jobs by status, their iterations and fallbacks, queue depths, unacknowledged
+        messages, overdue jobs and pending callbacks, read from Redis (Prometheus text
+        format, or OpenMetrics when asked). Needs the bearer token unless
+        `CONTINUUM_METRICS_PUBLIC=1`."""
+        encode, content_type = choose_encoder(request.headers.get("accept", ""))
+        return Response(encode(registry), media_type=content_type)
+
+    return router
