@@ -14,10 +14,12 @@ whose cost is bounded and whose answer is reused for ``CONTINUUM_METRICS_CACHE_S
   most ``CONTINUUM_METRICS_MAX_JOBS`` hashes are read per scrape (and ten times as many
   keys walked); ``continuum_metrics_jobs_complete`` says whether the cap cut the count.
 
-These job numbers are gauges, not counters: they fall when ended jobs expire. Token
-counts, cost, merge failures and iteration latency are not exposed: the store keeps the
-first three only inside each job's state (kilobytes to a megabyte each: too much to read
-at every scrape) and no timings at all (docs/operations.md, "Metrics").
+These job numbers are gauges, not counters: they fall when ended jobs expire.
+- the counters every commit adds to, in the same script (``Keys.metrics``, one
+  ``HGETALL``): iterations, input and output tokens, estimated cost, merge failures,
+  provider fallbacks, and a histogram of an iteration's time (its model call and merge).
+  A step is counted by the commit that lands, once: a retried or stale commit adds
+  nothing. These only grow (``rate()`` applies); they start at the upgrade that added them.
 
 The route requires the API's bearer token, like ``/v1``, unless
 ``CONTINUUM_METRICS_PUBLIC=1``: a scraper on a private network may then read it without.
@@ -35,12 +37,18 @@ from typing import Any
 from fastapi import APIRouter, Request, Response, Security
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
-from prometheus_client.metrics_core import GaugeMetricFamily, Metric
+from prometheus_client.metrics_core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 from redis import Redis
 
 from api.auth import AuthFirstRoute, BearerAuth
+from workers.iteration import SECONDS_BUCKETS
 from workers.keys import Keys
 from workers.providers.profiles import Profile
 from workers.settings import CELERY_DEFAULT_QUEUE, Settings
@@ -169,6 +177,7 @@ class StoreCollector:
         yield from self._broker()
         totals = read_jobs(self.redis, Keys(self.settings.key_prefix), self.limits.max_jobs)
         yield from _jobs(totals)
+        yield from counters(self.redis.hgetall(Keys(self.settings.key_prefix).metrics))
         yield _gauge(
             "continuum_metrics_read_seconds",
             "Seconds this scrape took to read Redis (answers are reused for "
@@ -250,6 +259,48 @@ def _jobs(totals: JobTotals) -> Iterator[Metric]:
         "1 when the job metrics count every job held; 0 when CONTINUUM_METRICS_MAX_JOBS "
         "cut them short.",
         int(totals.complete),
+    )
+
+
+#: The counters every commit adds to (``commit.lua``'s ``count``): name, help, field.
+COUNTERS = (
+    ("continuum_iterations", "Iterations committed.", "iterations"),
+    ("continuum_input_tokens", "Input tokens of the committed model calls.", "input_tokens"),
+    ("continuum_output_tokens", "Output tokens of the committed model calls.", "output_tokens"),
+    (
+        "continuum_cost_estimate_usd",
+        "Estimated cost of the committed model calls, in US dollars (profile prices).",
+        "cost",
+    ),
+    (
+        "continuum_merge_failures",
+        "Committed replies that could not be merged (asked again).",
+        "merge_failures",
+    ),
+    (
+        "continuum_provider_fallbacks",
+        "Provider fallbacks (a profile failed for good, the next one served).",
+        "fallbacks",
+    ),
+)
+
+
+def counters(raw: dict[Any, Any]) -> Iterator[Metric]:
+    """The commit-time counters (``Keys.metrics``): totals since the store began, which
+    only grow (``rate()`` applies), and the histogram of an iteration's time (its model
+    call and merge)."""
+    values = {_bytes(k).decode(): float(_bytes(v).decode()) for k, v in raw.items()}
+    for name, doc, key in COUNTERS:
+        yield CounterMetricFamily(name, doc, value=values.get(key, 0.0))
+    buckets, total = [], 0.0
+    for bound in (*(repr(b) for b in SECONDS_BUCKETS), "+Inf"):
+        total += values.get(f"seconds_le:{bound}", 0.0)
+        buckets.append((bound, total))
+    yield HistogramMetricFamily(
+        "continuum_iteration_seconds",
+        "Time of a committed iteration's model call and merge (provider retries included).",
+        buckets=buckets,
+        sum_value=values.get("seconds_sum", 0.0),
     )
 
 

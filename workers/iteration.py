@@ -29,7 +29,8 @@ import random
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
+from dataclasses import replace as updated
 from typing import Any
 
 from pydantic import ValidationError
@@ -142,6 +143,8 @@ class Pending:
     result: dict[str, Any] | None
     countdown: float
     queue: str
+    #: What the step adds to the deployment's counters (``step_counts``).
+    counts: dict[str, Any] = field(default_factory=dict)
 
     @property
     def more(self) -> bool:
@@ -154,6 +157,27 @@ class Pending:
     def from_json(cls, text: str) -> Pending:
         fields = json.loads(text)
         return cls(**{**fields, "status": JobStatus(fields["status"])})
+
+
+#: Upper bounds (seconds) of the iteration-time histogram's buckets (``GET /metrics``).
+SECONDS_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+
+
+def step_counts(before: JobState, after: JobState, seconds: float) -> dict[str, Any]:
+    """What one step adds to the deployment's counters: the tokens, cost, merge failures
+    and provider fallbacks its call added to the job's metadata, and its time (the model
+    call and the merge) with the smallest histogram bucket that holds it."""
+    old, new = before.metadata, after.metadata
+    bucket = next((b for b in SECONDS_BUCKETS if seconds <= b), None)
+    return {
+        "input_tokens": new.total_input_tokens - old.total_input_tokens,
+        "output_tokens": new.total_output_tokens - old.total_output_tokens,
+        "cost": round(new.total_cost_estimate - old.total_cost_estimate, 9),
+        "merge_failures": new.merge_failures - old.merge_failures,
+        "fallbacks": len(new.provider_fallbacks) - len(old.provider_fallbacks),
+        "seconds": round(seconds, 6),
+        "seconds_le": "+Inf" if bucket is None else repr(bucket),
+    }
 
 
 def crash_delay(attempt: int, cap: float) -> float:
@@ -373,6 +397,7 @@ def _call(
         return _defer(
             rt, state, base, token, wait=wait, reason="provider rate limit", enqueue=enqueue
         )
+    started = time.monotonic()
     try:
         with rt.leases.hold(job_id, token):
             step = decide(rt, job_id, state, _sleeper(record.deferrals))
@@ -384,7 +409,8 @@ def _call(
     except UnknownProfile as exc:  # a configuration error: no retry can fix it
         store.fail(job_id, str(exc))
         raise JobFailed(f"job {job_id} failed at iteration {iteration}: {exc}") from exc
-    return _pending(rt, step)
+    counts = step_counts(state, step.state, time.monotonic() - started)
+    return updated(_pending(rt, step), counts=counts)
 
 
 def _kept(rt: Runtime, job_id: str, iteration: int) -> Pending | None:
@@ -421,6 +447,7 @@ def _commit(rt: Runtime, job_id: str, iteration: int, ready: Pending, token: str
                     lease_token=token,
                     summary=ready.summary,
                     result=ready.result,
+                    counts=ready.counts,
                 )
             except Exception as exc:
                 if not refused_for_now(exc) or time.monotonic() + delay > give_up:

@@ -83,6 +83,12 @@ class Keys:
         return f"{self.prefix}active"
 
     @property
+    def metrics(self) -> str:
+        """Counters every commit adds to (``commit.lua``): iterations, tokens, cost, merge
+        failures, fallbacks, an iteration-time histogram; read by ``GET /metrics``."""
+        return f"{self.prefix}metrics"
+
+    @property
     def jobs(self) -> str:
         """Every job's id by its creation time (``GET /v1/jobs``); an expired job's entry
         is dropped when a listing or the watchdog finds its hash gone."""

@@ -406,11 +406,14 @@ class JobStore:
         summary: dict[str, Any],
         result: dict[str, Any] | None = None,
         retention_s: float | None = None,
+        counts: dict[str, Any] | None = None,
     ) -> CommitResult:
         """Commit iteration ``expected_iteration`` (append and state at once) exactly once.
         A final ``status`` also sets the job's expiry, ``retention_s`` (default: the
         store's) from now. A text over ``STAGE_BYTES`` is staged first (``_stage``), in a
-        list of this call's own that the commit takes whole, or deletes when it refuses."""
+        list of this call's own that the commit takes whole, or deletes when it refuses.
+        ``counts``: what the step adds to the deployment's counters (``Keys.metrics``),
+        added only by the commit that lands."""
         k = self.keys
         now = time.time()
         retain_keys, retain_args = self._retain(job_id, now, retention_s, batch=status in TERMINAL)
@@ -425,6 +428,7 @@ class JobStore:
                     k.commits(job_id),
                     k.active,
                     staging,
+                    k.metrics,
                     *retain_keys,
                 ],
                 args=[
@@ -441,6 +445,7 @@ class JobStore:
                     "" if result is None else json.dumps(result),
                     mark,
                     "" if data is None else len(data),
+                    "" if counts is None else json.dumps(counts),
                     *retain_args,
                 ],
             )
@@ -627,6 +632,11 @@ class JobStore:
         by_key = {self.keys.events(job): job for job in cursors}
         found = _streams(self.redis.xread(streams, block=max(1, block_ms)))
         return {by_key[_s(key)]: _s(entries[-1][0]) for key, entries in found if entries}
+
+    def counters(self) -> dict[str, float]:
+        """The deployment's counters (``Keys.metrics``), each as a number."""
+        raw = self.redis.hgetall(self.keys.metrics)
+        return {_s(name): float(_s(value)) for name, value in raw.items()}
 
     def batch_jobs(self, batch_id: str) -> list[str]:
         return sorted(_s(m) for m in self.redis.smembers(self.keys.batch(batch_id)))

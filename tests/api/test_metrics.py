@@ -221,3 +221,62 @@ def test_a_scrape_reads_at_most_max_jobs_and_reuses_its_answer(
     assert cached.post("/v1/jobs", json=spec("job-5", ["sim"])).status_code == 202
     assert value(scrape(cached), "continuum_jobs", status="queued") == 5  # the same answer
     assert value(scrape(capped), "continuum_metrics_jobs_read") <= 2
+
+
+def test_commit_counters_add_up_to_the_jobs_metadata(
+    make_api: Callable[..., httpx.Client],
+    redis_client: Redis,
+    redis_prefix: str,
+    profiles: Path,
+) -> None:
+    """Tokens, cost, merge failures, fallbacks and iteration times are counted by the
+    commits that land, once each: their totals are the sums of the jobs' metadata."""
+    api = make_api()
+    before = scrape(api)
+    assert value(before, "continuum_iterations_total") == 0
+    assert value(before, "continuum_iteration_seconds_count") == 0
+    # c3's replies are now and then garbage: JSON that fails to merge, asked again.
+    chaos = {"format": "json", "model": "sim:format=json,size=6000,malformed=0.4"}
+    for job_id, providers in [("c1", ["sim"]), ("c2", ["down", "sim"]), ("c3", ["sim"])]:
+        body = spec(job_id, providers, **(chaos if job_id == "c3" else {}))
+        assert api.post("/v1/jobs", json=body).status_code == 202
+        runner(redis_client, redis_prefix)(job_id)
+    metas = [api.get(f"/v1/jobs/{j}/result").json()["metadata"] for j in ("c1", "c2", "c3")]
+    views = [api.get(f"/v1/jobs/{j}").json() for j in ("c1", "c2", "c3")]
+    assert sum(m["merge_failures"] for m in metas) > 0  # the malformed replies were counted
+    got = scrape(api)
+    assert value(got, "continuum_iterations_total") == sum(v["iteration"] for v in views)
+    assert value(got, "continuum_input_tokens_total") == sum(m["total_input_tokens"] for m in metas)
+    assert value(got, "continuum_output_tokens_total") == sum(
+        m["total_output_tokens"] for m in metas
+    )
+    assert value(got, "continuum_merge_failures_total") == sum(m["merge_failures"] for m in metas)
+    assert value(got, "continuum_provider_fallbacks_total") == 1
+    assert value(got, "continuum_cost_estimate_usd_total") == pytest.approx(
+        sum(m["total_cost_estimate"] for m in metas)
+    )
+    count = value(got, "continuum_iteration_seconds_count")
+    assert count == value(got, "continuum_iterations_total")
+    assert value(got, "continuum_iteration_seconds_bucket", le="+Inf") == count
+    assert 0 < value(got, "continuum_iteration_seconds_sum") < 60
+
+    # A commit that does not land (stale: the job moved on) counts nothing.
+    store = JobStore(redis_client, prefix=redis_prefix)
+    record = store.load("c1")
+    assert record is not None
+    stale = store.commit(
+        "c1",
+        expected_iteration=0,
+        state=record.state,
+        append="",
+        replace=False,
+        status=record.status,
+        deadline=None,
+        lease_token="t",
+        summary={},
+        counts={"input_tokens": 1000, "seconds": 1.0, "seconds_le": "1.0"},
+    )
+    assert stale.value == "stale"
+    assert value(scrape(api), "continuum_iterations_total") == value(
+        got, "continuum_iterations_total"
+    )
