@@ -13,6 +13,9 @@ from contextlib import contextmanager
 
 from workers.embedded import EmbeddedRedisError, redact_url, resolve_redis_url
 
+#: The URL schemes redis-py connects with.
+REDIS_SCHEMES = ("redis", "rediss", "unix")
+
 
 class NoRedis(RuntimeError):
     """No Redis to talk to, and none could be started; the message says why."""
@@ -25,6 +28,15 @@ def redis_url(command: str, *, announce: bool = False) -> Iterator[str]:
         url, server = resolve_redis_url()
     except EmbeddedRedisError as exc:
         raise NoRedis(f"continuum {command}: {exc}") from None
+    scheme = url.partition("://")[0].lower() if "://" in url else ""
+    if scheme not in REDIS_SCHEMES:
+        # Said once, plainly, and non-zero: Celery would take some of these for a broker
+        # or retry them forever, and a supervisor must see a configuration error.
+        shown = f"not {scheme}://" if scheme else "and this is no URL"
+        raise NoRedis(
+            f"continuum {command}: REDIS_URL must be a Redis URL (redis://, rediss:// or "
+            f"unix://), {shown}: job state and the queue both live in Redis"
+        )
     os.environ["REDIS_URL"] = url
     from workers.settings import get_settings  # noqa: PLC0415
 

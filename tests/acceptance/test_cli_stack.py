@@ -109,3 +109,27 @@ def test_up_runs_the_stack_and_ctrl_c_stops_it(tmp_path: Path) -> None:
             proc.kill()
             proc.wait()
     assert processes_in(tmp_path) == []
+
+
+@pytest.mark.parametrize("url", ["amqp://guest@127.0.0.1:1//", "sentinel://127.0.0.1:1", "x:1"])
+@pytest.mark.parametrize("command", [["worker"], ["beat"], ["status", "some-job"]])
+def test_a_url_that_is_no_redis_url_stops_with_one_line_and_non_zero(
+    tmp_path: Path, url: str, command: list[str]
+) -> None:
+    """A supervisor restarts what fails: a REDIS_URL no Redis client can use (a broker's,
+    a Sentinel's) exits 1 with one line naming the setting, not 0, a traceback or a hang;
+    and the URL (which may hold a password) is never printed."""
+    env = {**fresh_env(), "REDIS_URL": url}
+    done = subprocess.run(
+        [*CONTINUUM, *command],
+        cwd=tmp_path,
+        env=env,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 1, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "REDIS_URL must be a Redis URL" in lines[0], done.stderr
+    assert "guest@" not in done.stderr and "127.0.0.1:1" not in done.stderr
