@@ -101,6 +101,17 @@ class Relay:
 
         return await anyio.to_thread.run_sync(read, limiter=self.limiter)
 
+    async def look(self, job_id: str, after: str) -> tuple[JobRecord | None, bool]:
+        """The job, and whether it has ended with no event after ``after`` (it ended
+        before it had a stream), read off the event loop."""
+
+        def look() -> tuple[JobRecord | None, bool]:
+            record = self.store.load(job_id)
+            ended = record is not None and record.status in TERMINAL
+            return record, ended and not self.store.events(job_id, after, count=1)
+
+        return await anyio.to_thread.run_sync(look, limiter=self.limiter)
+
     async def frames(self, job_id: str, after: str, gone: Callable[[], Any]) -> AsyncIterator[str]:
         """The stream's frames from ``after`` until the job's ``end`` (or the client
         leaves, or the job disappears)."""
@@ -114,11 +125,11 @@ class Relay:
                 after = event.id
             if events:
                 continue
-            record = self.store.load(job_id)
+            record, ended = await self.look(job_id, after)
             if record is None:  # expired or deleted while followed
                 yield _frame("gone", {"job_id": job_id})
                 return
-            if record.status in TERMINAL and not self.store.events(job_id, after, count=1):
+            if ended:
                 yield _frame("end", _ended_data(record))
                 return
             if await gone():
