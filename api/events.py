@@ -42,13 +42,15 @@ READ_COUNT = 100
 JobId = Annotated[str, Path(pattern=ID_PATTERN, description="A job id.", examples=["report-7"])]
 
 
-def event_data(event: JobEvent) -> dict[str, Any]:
-    """What an event says, in the shape of the job's status (``GET /v1/jobs/{id}``)."""
-    s = event.summary
+def _data(
+    job_id: str, status: str, iteration: int | None, s: dict[str, Any], **said: str | None
+) -> dict[str, Any]:
+    """An event's data, in the shape of the job's status (``GET /v1/jobs/{id}``), from a
+    commit's summary ``s``; ``said``: the reason and error, when known otherwise."""
     return {
-        "job_id": event.job_id,
-        "status": event.status.value,
-        "iteration": event.iteration,
+        "job_id": job_id,
+        "status": status,
+        "iteration": iteration,
         "progress": {
             "percent": s.get("percent"),
             "chars": s.get("chars", 0),
@@ -57,29 +59,29 @@ def event_data(event: JobEvent) -> dict[str, Any]:
         "decision": s.get("decision"),
         "fallbacks": s.get("fallbacks", []),
         "last_warning": s.get("last_warning"),
-        "reason": s.get("reason"),
-        "error": event.error,
+        "reason": said.get("reason") or s.get("reason"),
+        "error": said.get("error"),
     }
+
+
+def event_data(event: JobEvent) -> dict[str, Any]:
+    """What an event of the stream says."""
+    return _data(
+        event.job_id, event.status.value, event.iteration, event.summary, error=event.error
+    )
 
 
 def _ended_data(record: JobRecord) -> dict[str, Any]:
     """The ``end`` event of a job whose stream holds none (it ended before streams)."""
-    s = record.summary
-    return {
-        "job_id": record.job_id,
-        "status": record.status.value,
-        "iteration": record.iteration,
-        "progress": {
-            "percent": s.get("percent"),
-            "chars": s.get("chars", 0),
-            "records": s.get("records", 0),
-        },
-        "decision": s.get("decision"),
-        "fallbacks": s.get("fallbacks", []),
-        "last_warning": s.get("last_warning"),
-        "reason": (record.result or {}).get("reason") or s.get("reason"),
-        "error": record.error,
-    }
+    reason = (record.result or {}).get("reason")
+    return _data(
+        record.job_id,
+        record.status.value,
+        record.iteration,
+        record.summary,
+        reason=reason,
+        error=record.error,
+    )
 
 
 def _frame(kind: str, data: dict[str, Any], event_id: str | None = None) -> str:
