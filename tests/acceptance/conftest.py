@@ -1,13 +1,19 @@
-"""The ``cluster`` fixture: real worker processes on a real Redis (see ``procs.py``)."""
+"""The ``cluster`` fixture: real worker processes on a real Redis (see ``procs.py``); and
+``cluster_api``: the status API on the cluster's Redis prefix and queue."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 from procs import Cluster
+
+from api.app import create_app
+from api.settings import ApiSettings
 
 
 @pytest.fixture
@@ -45,3 +51,35 @@ def cluster(redis_url: str, redis_prefix: str, tmp_path: Path) -> Iterator[Calla
     yield make
     for c in made:
         c.stop()
+
+
+@pytest.fixture
+def cluster_api(
+    serve: Callable[[Any], str], redis_url: str, redis_prefix: str
+) -> Iterator[Callable[..., httpx.Client]]:
+    """``cluster_api(token=None, **settings)`` serves the API (a real uvicorn) on the
+    cluster's Redis prefix and queue; its client sends ``token`` as the bearer token
+    (None: a local-only API without one). Closed at teardown."""
+    made: list[tuple[Any, httpx.Client]] = []
+
+    def make(token: str | None = None, **settings: Any) -> httpx.Client:
+        app = create_app(
+            ApiSettings(
+                REDIS_URL=redis_url,
+                key_prefix=redis_prefix,
+                broker_prefix=redis_prefix,
+                queue="q",
+                api_token=token,
+                api_insecure_local=token is None,
+                **settings,
+            )
+        )
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        client = httpx.Client(base_url=serve(app), timeout=30, headers=headers)
+        made.append((app, client))
+        return client
+
+    yield make
+    for app, client in made:
+        client.close()
+        app.state.service.close()

@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 import pytest
 from procs import Cluster
 
-from api.app import create_app
-from api.settings import ApiSettings
 from sim.app import create_app as create_sim
 from sim.model import SimModel, SimOptions
 
@@ -28,22 +26,9 @@ def sim_url(serve: Callable[[Any], str]) -> str:
 
 
 @pytest.fixture
-def api(serve: Callable[[Any], str], redis_url: str, redis_prefix: str) -> Iterator[httpx.Client]:
-    """The API on the cluster's Redis prefix and queue, with a token (sent by the client)."""
-    settings = ApiSettings(
-        REDIS_URL=redis_url,
-        key_prefix=redis_prefix,
-        broker_prefix=redis_prefix,
-        queue="q",
-        api_token=TOKEN,
-        api_health_cache_s=0,
-    )
-    app = create_app(settings)
-    with httpx.Client(
-        base_url=serve(app), timeout=15, headers={"Authorization": f"Bearer {TOKEN}"}
-    ) as client:
-        yield client
-    app.state.service.close()
+def api(cluster_api: Callable[..., httpx.Client]) -> httpx.Client:
+    """The API with a token (sent by the client)."""
+    return cluster_api(TOKEN, api_health_cache_s=0)
 
 
 def job(job_id: str, size: int, **extra: Any) -> dict[str, Any]:

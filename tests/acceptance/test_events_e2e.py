@@ -7,15 +7,13 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 import pytest
 from procs import Cluster
 
-from api.app import create_app
-from api.settings import ApiSettings
 from sim.app import create_app as create_sim
 from sim.model import SimOptions
 
@@ -29,20 +27,8 @@ def sim_url(serve: Callable[[Any], str]) -> str:
 
 
 @pytest.fixture
-def api(serve: Callable[[Any], str], redis_url: str, redis_prefix: str) -> Iterator[httpx.Client]:
-    settings = ApiSettings(
-        REDIS_URL=redis_url,
-        key_prefix=redis_prefix,
-        broker_prefix=redis_prefix,
-        queue="q",
-        api_token=TOKEN,
-        api_stream_heartbeat_s=0.5,
-    )
-    app = create_app(settings)
-    headers = {"Authorization": f"Bearer {TOKEN}"}
-    with httpx.Client(base_url=serve(app), timeout=30, headers=headers) as client:
-        yield client
-    app.state.service.close()
+def api(cluster_api: Callable[..., httpx.Client]) -> httpx.Client:
+    return cluster_api(TOKEN, api_stream_heartbeat_s=0.5)
 
 
 def test_the_event_stream_survives_a_killed_worker(

@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 import pytest
 from procs import CONTINUUM, Cluster
-
-from api.app import create_app
-from api.settings import ApiSettings
 
 pytestmark = pytest.mark.slow
 
@@ -22,20 +19,8 @@ RETENTION_S = 2.0
 
 
 @pytest.fixture
-def api(serve: Callable[[Any], str], redis_url: str, redis_prefix: str) -> Iterator[httpx.Client]:
-    settings = ApiSettings(
-        REDIS_URL=redis_url,
-        key_prefix=redis_prefix,
-        broker_prefix=redis_prefix,
-        queue="q",
-        api_token=None,
-        api_insecure_local=True,
-        retention_s=RETENTION_S,
-    )
-    app = create_app(settings)
-    with httpx.Client(base_url=serve(app), timeout=15) as client:
-        yield client
-    app.state.service.close()
+def api(cluster_api: Callable[..., httpx.Client]) -> httpx.Client:
+    return cluster_api(retention_s=RETENTION_S)
 
 
 def spec(job_id: str) -> dict[str, Any]:
