@@ -158,6 +158,30 @@ class JobEvent:
     error: str | None
 
 
+def _record(job_id: str, f: dict[str, str]) -> JobRecord | None:
+    """A job from its hash's fields (None: no job, or a late field written after the job
+    expired); a spec or state not read is ``""``."""
+    if "status" not in f:
+        return None
+    summary, result = f.get("summary"), f.get("result")
+    return JobRecord(
+        job_id=job_id,
+        status=JobStatus(f["status"]),
+        iteration=int(f["iteration"]),
+        spec=f.get("spec", ""),
+        state=f.get("state", ""),
+        created_at=float(f["created_at"]),
+        updated_at=float(f["updated_at"]),
+        batch=f.get("batch") or None,
+        summary=json.loads(summary) if summary else {},
+        result=json.loads(result) if result else None,
+        error=_text(f.get("error")),
+        deferrals=int(f.get(f"deferrals:{f['iteration']}", 0)),
+        expires_at=_time(f.get("expires_at")),
+        callback=f.get("callback"),
+    )
+
+
 def _streams(found: Any) -> list[tuple[Any, list[Any]]]:
     """XREAD's answer as (stream, entries) pairs, in RESP2's list or RESP3's map."""
     if isinstance(found, dict):
@@ -302,27 +326,7 @@ class JobStore:
 
     def load(self, job_id: str) -> JobRecord | None:
         raw = self.redis.hgetall(self.keys.job(job_id))
-        f = {_s(key): _s(value) for key, value in raw.items()}
-        if "status" not in f:  # none, or a late field written after the job expired
-            return None
-        summary = f.get("summary")
-        result = f.get("result")
-        return JobRecord(
-            job_id=job_id,
-            status=JobStatus(f["status"]),
-            iteration=int(f["iteration"]),
-            spec=f["spec"],
-            state=f["state"],
-            created_at=float(f["created_at"]),
-            updated_at=float(f["updated_at"]),
-            batch=f.get("batch") or None,
-            summary=json.loads(summary) if summary else {},
-            result=json.loads(result) if result else None,
-            error=_text(f.get("error")),
-            deferrals=int(f.get(f"deferrals:{f['iteration']}", 0)),
-            expires_at=_time(f.get("expires_at")),
-            callback=f.get("callback"),
-        )
+        return _record(job_id, {_s(key): _s(value) for key, value in raw.items()})
 
     # -- the output (``workers/lua/output.lua``) ----------------------------------------
     def output(self, job_id: str) -> str:
@@ -577,25 +581,8 @@ class JobStore:
     def _light(self, job_id: str) -> JobRecord | None:
         """The job without its spec and state (the two large fields): what lists show."""
         values = self.redis.hmget(self.keys.job(job_id), _LIGHT_FIELDS)
-        f = {name: _s(v) for name, v in zip(_LIGHT_FIELDS, values, strict=True) if v is not None}
-        if "status" not in f:
-            return None
-        summary, result = f.get("summary"), f.get("result")
-        return JobRecord(
-            job_id=job_id,
-            status=JobStatus(f["status"]),
-            iteration=int(f["iteration"]),
-            spec="",
-            state="",
-            created_at=float(f["created_at"]),
-            updated_at=float(f["updated_at"]),
-            batch=f.get("batch") or None,
-            summary=json.loads(summary) if summary else {},
-            result=json.loads(result) if result else None,
-            error=_text(f.get("error")),
-            expires_at=_time(f.get("expires_at")),
-            callback=f.get("callback"),
-        )
+        found = zip(_LIGHT_FIELDS, values, strict=True)
+        return _record(job_id, {name: _s(v) for name, v in found if v is not None})
 
     def prune_jobs_index(self, most: int = 200) -> int:
         """Drop the oldest entries of the index whose job has expired (at most ``most``
