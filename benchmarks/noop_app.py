@@ -1,5 +1,6 @@
-"""A bare Celery app for ``benchmarks.bench_queue``. ``bench.noop(n, key)`` sends itself
-again with ``n - 1`` until 0, then writes the time into Redis at ``key``;
+"""A bare Celery app for the queue benchmarks (``benchmarks/queue_hop.py`` and
+``queue_throughput.py``). ``bench.noop(n, key)`` sends itself again with ``n - 1`` until
+0, then writes the time into Redis at ``key``;
 ``bench.sleep_chain(n, key, seconds)`` does the same after sleeping (a model call that does
 nothing), and at the end appends the time to the list at ``key``.
 
@@ -9,7 +10,8 @@ lost worker, prefetch 1) and ignores results, as ``continuum.iterate`` does. Wit
 the issue's bare task, so a hop of this chain is what Celery and Redis cost alone under
 the settings Continuum must run with; without, the share of the events shows.
 
-Started by the benchmark as a worker subprocess::
+Started by the benchmark (``Harness.noop`` in ``benchmarks/queue_harness.py``) as a worker
+subprocess::
 
     REDIS_URL=redis://127.0.0.1:PORT/0 BENCH_NOOP_QUEUE=noop \\
         python -m celery -A benchmarks.noop_app worker --pool=threads --concurrency=1 -Q noop

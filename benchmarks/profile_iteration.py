@@ -27,7 +27,7 @@ from typing import Any
 
 import sim.app as sim_app
 import workers.iteration as iteration_module
-from benchmarks.bench_queue import sized_spec
+from benchmarks.queue_jobs import sized_spec
 from core import JobState, start
 from workers.embedded import EmbeddedRedis
 from workers.runtime import Runtime, build_runtime
