@@ -13,10 +13,12 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Mapping
+from typing import overload
 
 import httpx
 
 from core.models import FinishReason, ProviderResponse
+from core.policy import Defer
 from core.state import JobState, ProviderSwitch
 from workers.providers.base import (
     CallRequest,
@@ -76,14 +78,35 @@ class ProviderPool:
         self._providers.clear()
 
 
+@overload
+def call_model(
+    state: JobState,
+    pool: ProviderPool,
+    *,
+    sleep: Callable[[float], None] = ...,
+    rng: random.Random | None = ...,
+    deferrals: None = ...,
+) -> tuple[JobState, ProviderResponse]: ...
+@overload
+def call_model(
+    state: JobState,
+    pool: ProviderPool,
+    *,
+    sleep: Callable[[float], None] = ...,
+    rng: random.Random | None = ...,
+    deferrals: int,
+) -> tuple[JobState, ProviderResponse | Defer]: ...
 def call_model(
     state: JobState,
     pool: ProviderPool,
     *,
     sleep: Callable[[float], None] = time.sleep,
     rng: random.Random | None = None,
-) -> tuple[JobState, ProviderResponse]:
-    """Make the call ``state.messages`` asks for; return the updated state and the reply."""
+    deferrals: int | None = None,
+) -> tuple[JobState, ProviderResponse | Defer]:
+    """Make the call ``state.messages`` asks for; return the updated state and the reply.
+    With ``deferrals`` (a worker's), a provider wait too long to sleep in a worker slot
+    comes back as a ``Defer`` instead of a reply (``core.policy.provider_wait``)."""
     s = state.clone()
     names = pool.names_for(s)
     s.provider_index = min(s.provider_index, len(names) - 1)
@@ -99,7 +122,9 @@ def call_model(
             previous_response_id=s.response_id if continuing else None,
         )
         try:
-            return s, call_with_retries(provider, request, sleep=sleep, rng=rng)
+            return s, call_with_retries(
+                provider, request, sleep=sleep, rng=rng, deferrals=deferrals
+            )
         except PrefillUnsupported as exc:
             # The model (or the server's chat template) cannot continue an open assistant
             # message: the same profile is called again at once with the plain

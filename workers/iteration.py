@@ -11,7 +11,8 @@ whatever stops it afterwards (an exception anywhere, its worker killed, Redis re
 writes that would record it). A deferral gives the charge back; a commit moves the job on.
 An attempt that raises sends its iteration again after a growing delay; the attempt that
 uses up ``MAX_CRASHES`` fails the job with the exception, and an attempt that finds the
-budget already spent fails it before calling the model.
+budget already spent fails it before calling the model. These rules, the backoff after a
+decision and the provider waits deferred rather than slept are ``core.policy``'s.
 
 A reply is paid for once: while Redis refuses a commit for now (full, failing over), the
 attempt waits with the reply in hand (``_commit``); a step whose commit failed all the
@@ -38,15 +39,28 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import OutOfMemoryError, ReadOnlyError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from core import Decision, Fallback, Finish, JobState, Retry, advance, review
+from core import JobState, advance
+from core.policy import MAX_CRASHES, MAX_DEFERRALS, Call, Defer, Step, crash_delay, settle
 from core.state import OutputRef
 from workers.callbacks import callback_url, claim
 from workers.calls import UnknownProfile, call_model
 from workers.observability import tag_iteration
-from workers.providers.base import TransientError
-from workers.providers.retry import backoff_delay
 from workers.runtime import Runtime
 from workers.store import TERMINAL, CommitResult, JobRecord, JobStatus, StagingLost
+
+__all__ = [
+    "MAX_CRASHES",
+    "MAX_DEFERRALS",
+    "SECONDS_BUCKETS",
+    "Enqueue",
+    "JobFailed",
+    "Notify",
+    "crash_delay",
+    "decide",
+    "refused_for_now",
+    "run_iteration",
+    "step_counts",
+]
 
 log = logging.getLogger("continuum.iteration")
 
@@ -56,11 +70,6 @@ Enqueue = Callable[[str, int, float, str], None]
 Notify = Callable[[str], None]
 
 
-#: Attempts at one iteration that may fail (raise, or lose their worker) before its job fails.
-MAX_CRASHES = 5
-#: The first attempt that raised sends its iteration again this late; each next one waits
-#: twice as long (capped by ``max_countdown_s``).
-CRASH_RETRY_S = 0.5
 #: While Redis refuses a commit for now (full, read-only, loading, unreachable) the worker
 #: keeps the reply and tries again after this long, doubling up to ``COMMIT_RETRY_MAX_S``,
 #: for at most ``max_countdown_s`` in all.
@@ -68,66 +77,37 @@ COMMIT_RETRY_S = 0.25
 COMMIT_RETRY_MAX_S = 5.0
 
 
-#: A provider retry waiting longer than this does not sleep in the worker: the iteration
-#: is sent again with that countdown, freeing the slot.
-INLINE_RETRY_S = 2.0
-#: Deferred retries per iteration; then the provider counts as failed for this call
-#: (fallback to the next profile, or the engine's own retry policy).
-MAX_DEFERRALS = 4
-
-
-class Deferred(Exception):
-    """A provider asked for a wait too long to spend holding a worker slot."""
-
-    def __init__(self, delay: float) -> None:
-        super().__init__(f"provider retry deferred by {delay:.1f} s")
-        self.delay = delay
-
-
-def _sleeper(used: int) -> Callable[[float], None]:
-    """The provider retry's sleep in a worker: short waits inline, long ones deferred."""
-
-    def sleep(delay: float) -> None:
-        if delay <= INLINE_RETRY_S:
-            time.sleep(delay)
-        elif used >= MAX_DEFERRALS:
-            raise TransientError(f"still failing after {used} deferred retries")
-        else:
-            raise Deferred(delay)
-
-    return sleep
-
-
 class JobFailed(RuntimeError):
     """Raised by the task after a job ended failed (and was committed so), so the task
     shows as failed in Flower and Sentry, with the job's reason."""
 
 
-@dataclass(frozen=True)
-class Step:
-    """What one iteration decided, ready to commit."""
-
-    state: JobState
-    decision: Decision
-    append: str
-    replace: bool
-
-
-def decide(
-    rt: Runtime, job_id: str, state: JobState, sleep: Callable[[float], None] = time.sleep
-) -> Step:
-    """Call the model once and take the reply into the job (reviewing a finished JSON)."""
-    state, response = call_model(state, rt.pool, sleep=sleep)
+def decide(rt: Runtime, job_id: str, state: JobState, deferrals: int) -> Step | Defer:
+    """Call the model once and take the reply into the job (reviewing a finished JSON);
+    or the provider's wait, too long to spend in this slot (``deferrals`` used so far)."""
+    state, response = call_model(state, rt.pool, deferrals=deferrals)
+    if isinstance(response, Defer):
+        return response
     state, decision = advance(state, response)
-    append, replace = decision.append, isinstance(decision, Finish) and decision.replace
-    if isinstance(decision, Finish) and decision.review:
-        text = append if replace else rt.store.output(job_id) + append
-        ref = decision.output
-        state, reviewed = review(state, text[: ref.prefix] + ref.suffix)
-        if isinstance(reviewed, Finish) and reviewed.replace:
-            append, replace = reviewed.append, True
-        decision = reviewed
-    return Step(state, decision, append, replace)
+    return settle(
+        state,
+        decision,
+        output=lambda: rt.store.output(job_id),
+        cap=rt.settings.max_countdown_s,
+        rng=random.Random(),
+    )
+
+
+@dataclass(frozen=True)
+class Postponed:
+    """An iteration to send again ``wait`` seconds from now with nothing committed: over
+    the provider's rate limit, or a provider retry (``counted`` against ``MAX_DEFERRALS``)
+    too long to wait for in a worker slot."""
+
+    wait: float
+    reason: str
+    queue: str
+    counted: bool = False
 
 
 @dataclass(frozen=True)
@@ -178,11 +158,6 @@ def step_counts(before: JobState, after: JobState, seconds: float) -> dict[str, 
         "seconds": round(seconds, 6),
         "seconds_le": "+Inf" if bucket is None else repr(bucket),
     }
-
-
-def crash_delay(attempt: int, cap: float) -> float:
-    """Seconds before an iteration whose attempt number ``attempt`` raised runs again."""
-    return min(cap, CRASH_RETRY_S * 2.0 ** min(attempt - 1, 30))
 
 
 def _summary(step: Step) -> dict[str, Any]:
@@ -314,25 +289,20 @@ def _give_up(
     raise JobFailed(f"job {job_id} failed at iteration {iteration}: {reason}")
 
 
-def _defer(
-    rt: Runtime,
-    state: JobState,
-    base: dict[str, Any],
-    token: str,
-    *,
-    wait: float,
-    reason: str,
-    enqueue: Enqueue,
-) -> dict[str, Any]:
-    """Send the same iteration again in ``wait`` seconds, holding no worker slot meanwhile
-    (the watchdog's deadline moves past the wait); nothing is committed."""
-    job_id, iteration = base["job_id"], base["iteration"]
-    wait = min(wait, rt.settings.max_countdown_s)
-    rt.store.postpone(job_id, time.time() + wait + rt.settings.queue_grace_s)
-    rt.store.release_lease(job_id, token)
-    enqueue(job_id, iteration, wait, rt.queue_for(state))
-    rt.store.refund_attempt(job_id)  # sent again: this attempt failed nothing
-    return {**base, "deferred_s": round(wait, 3), "reason": reason}
+def _postpone(
+    rt: Runtime, record: JobRecord, token: str, later: Postponed, enqueue: Enqueue
+) -> float:
+    """Send the same iteration again ``later``, holding no worker slot meanwhile (the
+    watchdog's deadline moves past the wait); nothing is committed. Returns the wait."""
+    store, job_id, iteration = rt.store, record.job_id, record.iteration
+    if later.counted:
+        store.count_deferral(job_id, iteration)
+    wait = min(later.wait, rt.settings.max_countdown_s)
+    store.postpone(job_id, time.time() + wait + rt.settings.queue_grace_s)
+    store.release_lease(job_id, token)
+    enqueue(job_id, iteration, wait, later.queue)
+    store.refund_attempt(job_id)  # sent again: this attempt failed nothing
+    return wait
 
 
 def _ended(rt: Runtime, job_id: str, notify: Notify | None) -> None:
@@ -346,23 +316,12 @@ def _ended(rt: Runtime, job_id: str, notify: Notify | None) -> None:
 
 def _pending(rt: Runtime, step: Step) -> Pending:
     """The step as the store commits it."""
-    d, settings = step.decision, rt.settings
-    countdown = 0.0
-    if isinstance(d, Retry) and d.backoff:
-        delay = backoff_delay(
-            step.state.merge_failures,
-            base=1.0,
-            cap=settings.max_countdown_s,
-            retry_after=None,
-            rng=random.Random(),
-        )
-        countdown = min(delay, settings.max_countdown_s)
-    status, result = JobStatus.RUNNING, None
-    if isinstance(d, Finish):
-        status, result = JobStatus.SUCCEEDED, _result(d.output, "succeeded", None)
-    elif isinstance(d, Fallback):
-        status = JobStatus.FAILED if d.failed else JobStatus.PARTIAL
-        result = _result(d.output, status.value, d.reason)
+    action = step.action
+    if isinstance(action, Call):
+        status, result, countdown = JobStatus.RUNNING, None, action.delay
+    else:
+        status, countdown = JobStatus(action.outcome.value), 0.0
+        result = _result(action.output, action.outcome.value, action.reason)
     return Pending(
         state=step.state.model_dump_json(),
         append=step.append,
@@ -375,15 +334,9 @@ def _pending(rt: Runtime, step: Step) -> Pending:
     )
 
 
-def _call(
-    rt: Runtime,
-    record: JobRecord,
-    base: dict[str, Any],
-    token: str,
-    enqueue: Enqueue,
-) -> Pending | dict[str, Any]:
-    """The paid half of an iteration: wait for the rate limit, call the model, advance.
-    A deferral (rate limit, long provider retry) returns the task's result instead."""
+def _call(rt: Runtime, record: JobRecord, token: str) -> Pending | Postponed:
+    """The paid half of an iteration: wait for the rate limit, call the model, advance;
+    or the iteration postponed (over the rate limit, a long provider retry)."""
     store, job_id, iteration = rt.store, record.job_id, record.iteration
     try:
         state = JobState.model_validate_json(record.state)
@@ -394,21 +347,16 @@ def _call(
     tag_iteration(job_id, iteration, profile.name if profile is not None else None)
     wait = rt.rate_wait(state)
     if wait > 0:  # over the provider's shared rate limit
-        return _defer(
-            rt, state, base, token, wait=wait, reason="provider rate limit", enqueue=enqueue
-        )
+        return Postponed(wait, "provider rate limit", rt.queue_for(state))
     started = time.monotonic()
     try:
         with rt.leases.hold(job_id, token):
-            step = decide(rt, job_id, state, _sleeper(record.deferrals))
-    except Deferred as deferred:
-        store.count_deferral(job_id, iteration)
-        return _defer(
-            rt, state, base, token, wait=deferred.delay, reason="provider retry", enqueue=enqueue
-        )
+            step = decide(rt, job_id, state, record.deferrals)
     except UnknownProfile as exc:  # a configuration error: no retry can fix it
         store.fail(job_id, str(exc))
         raise JobFailed(f"job {job_id} failed at iteration {iteration}: {exc}") from exc
+    if isinstance(step, Defer):
+        return Postponed(step.seconds, "provider retry", rt.queue_for(state), counted=True)
     counts = step_counts(state, step.state, time.monotonic() - started)
     return updated(_pending(rt, step), counts=counts)
 
@@ -474,6 +422,16 @@ def _landed(rt: Runtime, job_id: str, iteration: int, ready: Pending) -> bool:
     return record is not None and record.iteration == iteration + 1 and record.state == ready.state
 
 
+@dataclass(frozen=True)
+class Attempt:
+    """An attempt's commit: its result, the step, and whether an earlier attempt paid for
+    it (its own commit failed)."""
+
+    code: CommitResult
+    ready: Pending
+    reused: bool
+
+
 def run_iteration(
     rt: Runtime,
     job_id: str,
@@ -483,36 +441,62 @@ def run_iteration(
 ) -> dict[str, Any]:
     """Run iteration ``iteration`` of the job, unless it is stale, finished or in flight.
     ``notify(job_id)`` sends the job's callback when the job ends."""
-    store, settings = rt.store, rt.settings
-    record = store.load(job_id)
     base = {"job_id": job_id, "iteration": iteration}
+    record = rt.store.load(job_id)
     if record is None:
         return {**base, "skipped": "no such job"}
-    if record.status in TERMINAL:
-        if record.status is JobStatus.CANCELLED:  # cancelled while this message waited
-            _ended(rt, job_id, notify)
-        return {**base, "skipped": f"the job is {record.status.value}"}
-    if record.iteration != iteration:
-        return {**base, "skipped": f"stale: the job is at iteration {record.iteration}"}
+    skipped = _skipped(rt, record, iteration, notify)
+    if skipped is not None:
+        return {**base, "skipped": skipped}
     token = uuid.uuid4().hex
-    attempt = store.start_attempt(job_id, iteration, token, settings.lease_ttl_s)
+    attempt = rt.store.start_attempt(job_id, iteration, token, rt.settings.lease_ttl_s)
     if attempt == 0:
         return {**base, "skipped": "this iteration is running elsewhere"}
     if attempt < 0:
         return {**base, "skipped": "stale: the job has moved on"}
     if attempt > MAX_CRASHES:
         return _give_up(rt, job_id, iteration, attempt=attempt, token=token, notify=notify)
+    done = _attempt(rt, record, token, attempt=attempt, enqueue=enqueue, notify=notify)
+    if isinstance(done, Postponed):
+        return {**base, "deferred_s": round(done.wait, 3), "reason": done.reason}
+    return _conclude(rt, record, done, enqueue, notify)
+
+
+def _skipped(rt: Runtime, record: JobRecord, iteration: int, notify: Notify | None) -> str | None:
+    """Why this delivery runs nothing: the job has ended (a cancelled one still gets its
+    callback), or it is at another iteration."""
+    if record.status in TERMINAL:
+        if record.status is JobStatus.CANCELLED:  # cancelled while this message waited
+            _ended(rt, record.job_id, notify)
+        return f"the job is {record.status.value}"
+    if record.iteration != iteration:
+        return f"stale: the job is at iteration {record.iteration}"
+    return None
+
+
+def _attempt(
+    rt: Runtime,
+    record: JobRecord,
+    token: str,
+    *,
+    attempt: int,
+    enqueue: Enqueue,
+    notify: Notify | None,
+) -> Attempt | Postponed:
+    """The charged part of an attempt, under its lease: commit the step an earlier attempt
+    kept, or call the model for one, or postpone the iteration. An exception here goes
+    through the crash path (``_crashed``) and is raised again."""
+    store, job_id, iteration = rt.store, record.job_id, record.iteration
     code: CommitResult | None = None
     ready: Pending | None = None  # the step to commit
     reused = False  # it was paid for by an earlier attempt, whose commit failed
     try:
-        kept = _kept(rt, job_id, iteration) if attempt > 1 else None
-        if kept is not None:
-            ready, reused = kept, True
-        else:
-            called = _call(rt, record, base, token, enqueue)
-            if isinstance(called, dict):
-                return called
+        ready = _kept(rt, job_id, iteration) if attempt > 1 else None
+        reused = ready is not None
+        if ready is None:
+            called = _call(rt, record, token)
+            if isinstance(called, Postponed):
+                return updated(called, wait=_postpone(rt, record, token, called, enqueue))
             ready = called
         code = _commit(rt, job_id, iteration, ready, token)
     except JobFailed:
@@ -533,17 +517,27 @@ def run_iteration(
     finally:
         if code is not CommitResult.COMMITTED:  # a commit drops its own lease
             _best_effort("release its lease", job_id, lambda: store.release_lease(job_id, token))
-    # The iteration is committed (or refused): what follows repeats no model call, so an
-    # exception here is not charged; the watchdog sends a next iteration that was not.
+    return Attempt(code, ready, reused)
+
+
+def _conclude(
+    rt: Runtime, record: JobRecord, done: Attempt, enqueue: Enqueue, notify: Notify | None
+) -> dict[str, Any]:
+    """After the commit (or its refusal): send the next iteration, or the callback of a job
+    that has ended. Nothing here repeats a model call, so an exception here is not charged;
+    the watchdog sends a next iteration that was not."""
+    job_id, iteration, ready = record.job_id, record.iteration, done.ready
+    code = done.code
     if code is CommitResult.STALE and _landed(rt, job_id, iteration, ready):
         code = CommitResult.COMMITTED
-    if reused and code is CommitResult.COMMITTED:
-        _best_effort("drop its kept step", job_id, lambda: store.drop_kept_step(job_id))
+    if done.reused and code is CommitResult.COMMITTED:
+        _best_effort("drop its kept step", job_id, lambda: rt.store.drop_kept_step(job_id))
     if code is CommitResult.COMMITTED and ready.more:
         enqueue(job_id, iteration + 1, ready.countdown, ready.queue)
     elif code in {CommitResult.COMMITTED, CommitResult.CANCELLED}:
         _ended(rt, job_id, notify)
     if code is CommitResult.COMMITTED and ready.status is JobStatus.FAILED:
         raise JobFailed(f"job {job_id} failed at iteration {iteration}: {ready.summary['reason']}")
-    done = {**base, "commit": code.value, "status": ready.status.value}
-    return {**done, "reused_step": True, **ready.summary} if reused else {**done, **ready.summary}
+    result = {"job_id": job_id, "iteration": iteration, "commit": code.value}
+    reused = {"reused_step": True} if done.reused else {}
+    return {**result, "status": ready.status.value, **reused, **ready.summary}

@@ -2,13 +2,14 @@
 
 Replies are written by hand (or by ``FakeModel``, a model that honours the continuation
 prompt), so every row of seed 000's decision table and of SPEC 2.7's finish-reason table
-is pinned down without any I/O. ``run_job`` is the loop a worker runs: apply each
-decision's ``append`` to the accumulated output, call the model again on Continue/Retry.
+is pinned down without any I/O. ``run_job`` runs a whole job through the loop ``continuum
+run`` runs (``workers.local.run_calls``, with ``core.policy``'s rules) over such a model.
 """
 
 from __future__ import annotations
 
 import json
+import random
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,12 +29,12 @@ from core import (
     Retry,
     Usage,
     advance,
-    review,
     start,
 )
 from core.progress import MARKER_TEMPLATE
 from core.prompts import REPEAT_CLOSE, REPEAT_OPEN, opening_messages
 from core.state import MAX_ITERATION_RECORDS, TAIL_CHARS
+from workers.local import Output, run_calls
 
 # -- fixtures ----------------------------------------------------------------------------
 
@@ -210,30 +211,30 @@ def run_job(
     max_calls: int = 2000,
     roundtrip: bool = False,
 ) -> JobRun:
-    """Run a job to its end as a worker would (``roundtrip``: through JSON each time)."""
-    state = start(spec)
-    messages = state.messages
-    accumulated = ""
+    """Run a job to its end as a worker would (``roundtrip``: the state through JSON before
+    each call, as the Celery chain carries it); backoffs are not slept."""
+    calls = 0
     decisions: list[Decision] = []
-    for _ in range(max_calls):
-        state, decision = advance(state, model(messages))
-        decisions.append(decision)
-        while True:
-            if isinstance(decision, Finish) and decision.replace:
-                accumulated = decision.append
-            else:
-                accumulated += decision.append
-            if not (isinstance(decision, Finish) and decision.review):
-                break
-            state, decision = review(state, present(accumulated, decision.output))
-            decisions.append(decision)
+    output = Output()
+
+    def call(state: JobState) -> tuple[JobState, ProviderResponse]:
+        nonlocal calls
+        calls += 1
+        if calls > max_calls:
+            raise AssertionError(f"the job did not end in {max_calls} calls")
         if roundtrip:
             state = JobState.model_validate_json(state.model_dump_json())
-        if isinstance(decision, Continue | Retry):
-            messages = decision.messages
-            continue
-        return JobRun(state, decisions, accumulated)
-    raise AssertionError(f"the job did not end in {max_calls} calls")
+        return state, model(state.messages)
+
+    result = run_calls(
+        start(spec),
+        call,
+        output=output,
+        on_iteration=lambda _, decision: decisions.append(decision),
+        sleep=lambda _: None,
+        rng=random.Random(0),
+    )
+    return JobRun(result.state, decisions, output.text())
 
 
 def cut_after(text: str, needle: str, start: int = 0) -> int:
