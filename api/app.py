@@ -56,17 +56,17 @@ from core import JobSpec, JobState
 from core.ids import BATCH_ID_PATTERN, ID_PATTERN
 from workers.app import make_app
 from workers.calls import ProviderPool
+from workers.producer import Producer
 from workers.providers.registry import load_profiles
 from workers.ratelimit import TokenBucket
 from workers.runtime import Runtime
-from workers.settings import Settings
+from workers.settings import Settings, is_amqp, url_problems
 from workers.store import JobRecord, JobStatus, JobStore
-from workers.submit import Refused, iterate_options, submit_batch, submit_job
-from workers.tracing import init_tracing, trace_app, trace_headers
+from workers.submit import Refused, submit_batch, submit_job
+from workers.tracing import init_tracing, trace_app
 from workers.views import batch_view, job_view
 
 VERSION = "1"
-ITERATE = "continuum.iterate"
 
 JobId = Annotated[str, Path(pattern=ID_PATTERN, description="A job id.", examples=["report-7"])]
 BatchId = Annotated[str, Path(pattern=BATCH_ID_PATTERN, description="A batch id.")]
@@ -108,6 +108,16 @@ def _redis_url_of(client: Redis) -> str:
     return f"redis://{auth}{host}:{port}/{db}"
 
 
+def _broker_of(settings: Settings, celery: Any) -> Any:
+    """What ``/metrics`` reads queue depths from when the broker is not the store's Redis:
+    the producer app on RabbitMQ, a client on another Redis; None: the store's Redis."""
+    if not settings.broker_url or settings.broker_url == settings.redis_url:
+        return None
+    if is_amqp(settings.broker_url):
+        return celery
+    return Redis.from_url(settings.broker_url, socket_connect_timeout=2.0, socket_timeout=10.0)
+
+
 class Service:
     """What the routes use: the job store, the runtime that creates jobs, the producer."""
 
@@ -138,15 +148,9 @@ class Service:
             self.store.redis.close()
 
     def enqueue(self, job_id: str, iteration: int, countdown: float, queue: str) -> None:
-        """Send ``continuum.iterate`` as ``workers.tasks.enqueue_iteration`` does (with the
-        request's trace, when tracing is on: ``workers.tracing``)."""
-        self.celery.send_task(
-            ITERATE,
-            **iterate_options(job_id, iteration),
-            queue=queue or None,
-            countdown=countdown or None,
-            headers=trace_headers() or None,
-        )
+        """Send ``continuum.iterate`` on the broker as a worker does (with the request's
+        trace, when tracing is on: ``workers.tracing``)."""
+        Producer(self.celery, trace=True).iteration(job_id, iteration, countdown, queue)
 
     def record(self, job_id: str) -> JobRecord:
         record = self.store.load(job_id)
@@ -442,9 +446,15 @@ def create_app(settings: Settings | None = None, *, redis: Redis | None = None) 
     """The status API on ``settings`` (default: read from the environment now) and
     ``redis`` (default: a client on ``settings.redis_url``, closed at shutdown).
 
-    Raises :class:`api.auth.NoToken` without ``api_token`` unless ``api_insecure_local``.
+    Raises :class:`api.auth.NoToken` without ``api_token`` unless ``api_insecure_local``,
+    and ``ValueError`` (naming the setting, not the URL) when ``REDIS_URL`` or
+    ``CONTINUUM_BROKER_URL`` is no URL it can use. Messages go to the broker
+    (``CONTINUUM_BROKER_URL``, default ``REDIS_URL``).
     """
     s = api_settings(settings)
+    problems = url_problems(s)
+    if problems:
+        raise ValueError("; ".join(problems))
     token = s.api_token.get_secret_value() if s.api_token is not None else None
     if not token and not s.api_insecure_local:
         raise NoToken
@@ -455,7 +465,7 @@ def create_app(settings: Settings | None = None, *, redis: Redis | None = None) 
         redis = Redis.from_url(
             s.redis_url, socket_connect_timeout=2.0, socket_timeout=10.0, health_check_interval=30
         )
-    celery = make_app(s, broker_url=s.redis_url or _redis_url_of(redis))
+    celery = make_app(s, broker_url=s.broker or _redis_url_of(redis))
     # A producer only: no result backend, so sending a task subscribes to nothing.
     celery.conf.result_backend = "disabled"
     svc = Service(s, redis, celery, owns_redis=owned)
@@ -479,7 +489,9 @@ def create_app(settings: Settings | None = None, *, redis: Redis | None = None) 
     install_docs(app)
     auth = BearerAuth(token) if token else None
     app.include_router(_routes(svc, auth))
-    app.include_router(metrics_router(redis, s, svc.rt.pool.profiles.values(), auth))
+    app.include_router(
+        metrics_router(redis, s, svc.rt.pool.profiles.values(), auth, _broker_of(s, celery))
+    )
 
     @app.get(
         "/healthz",

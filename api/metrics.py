@@ -4,8 +4,10 @@ The API runs apart from the workers, so it counts nothing itself: every number i
 from what Redis holds when Prometheus scrapes, by a custom collector (``StoreCollector``)
 whose cost is bounded and whose answer is reused for ``CONTINUUM_METRICS_CACHE_S``:
 
-- the broker: the messages waiting in each queue Continuum uses (``LLEN`` of the queue's
-  list at each priority, as kombu counts it) and the messages workers hold unacknowledged;
+- the broker: the messages waiting in each queue Continuum uses (on Redis, ``LLEN`` of the
+  queue's list at each priority, as kombu counts it; on RabbitMQ, the ``message_count`` of
+  a passive ``queue.declare``) and, on Redis only, the messages workers hold
+  unacknowledged (RabbitMQ tells that to its management API only);
 - the store: the jobs past their watchdog deadline (``active``) and the callbacks not yet
   delivered (``outbox``);
 - the jobs Redis holds (running, or ended within the retention): by status, with their
@@ -51,7 +53,7 @@ from api.auth import AuthFirstRoute, BearerAuth
 from workers.iteration import SECONDS_BUCKETS
 from workers.keys import Keys
 from workers.providers.profiles import Profile
-from workers.settings import CELERY_DEFAULT_QUEUE, Settings
+from workers.settings import CELERY_DEFAULT_QUEUE, Settings, is_amqp
 from workers.store import JobStatus
 
 #: kombu's Redis transport keeps a queue as one list per priority step: the plain name
@@ -160,6 +162,8 @@ class StoreCollector:
     settings: Settings
     queues: Sequence[str]
     limits: MetricsSettings
+    #: The broker, when it is not ``redis``: a Redis client, or a Celery app on RabbitMQ.
+    broker: Any = None
     clock: Callable[[], float] = time.monotonic
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _cached: list[Metric] | None = None
@@ -186,30 +190,36 @@ class StoreCollector:
         )
 
     def _broker(self) -> Iterator[Metric]:
-        bp, keys, now = self.settings.broker_prefix, Keys(self.settings.key_prefix), time.time()
+        keys, now = Keys(self.settings.key_prefix), time.time()
         pipe = self.redis.pipeline(transaction=False)
-        for queue in self.queues:
-            for step in PRIORITY_STEPS:
-                pipe.llen(f"{bp}{queue}{PRIORITY_SEP}{step}" if step else f"{bp}{queue}")
-        pipe.hlen(f"{bp}{UNACKED}")
         pipe.zcount(keys.active, "-inf", now)
         pipe.zcard(keys.outbox)
-        *lengths, unacked, overdue, outbox = pipe.execute()
+        overdue, outbox = pipe.execute()
         waiting = GaugeMetricFamily(
             "continuum_queue_messages",
             "Messages waiting in a broker queue (every priority), not yet taken by a worker.",
             labels=["queue"],
         )
-        steps = len(PRIORITY_STEPS)
-        for n, queue in enumerate(self.queues):
-            waiting.add_metric([queue], sum(lengths[n * steps : (n + 1) * steps]))
-        yield waiting
-        yield _gauge(
-            "continuum_broker_unacked_messages",
-            "Messages workers have taken and not acknowledged yet: iterations running, or "
-            "held until their countdown (every queue of the broker's database).",
-            unacked,
-        )
+        if is_amqp(self.settings.broker or ""):
+            # No samples while RabbitMQ cannot be reached: the store's metrics still are.
+            counts = amqp_depths(self.broker, self.queues) or []
+            for queue, count in zip(self.queues, counts, strict=False):
+                waiting.add_metric([queue], count)
+            yield waiting
+        else:
+            lengths, unacked = redis_depths(
+                self.broker or self.redis, self.settings.broker_prefix, self.queues
+            )
+            for queue, count in zip(self.queues, lengths, strict=True):
+                waiting.add_metric([queue], count)
+            yield waiting
+            yield _gauge(
+                "continuum_broker_unacked_messages",
+                "Messages workers have taken and not acknowledged yet: iterations running, or "
+                "held until their countdown (every queue of the broker's database; Redis "
+                "brokers only).",
+                unacked,
+            )
         yield _gauge(
             "continuum_jobs_overdue",
             "Unfinished jobs past their deadline: the watchdog sends their iteration again.",
@@ -220,6 +230,40 @@ class StoreCollector:
             "Ended jobs whose callback is not delivered yet (the outbox).",
             outbox,
         )
+
+
+def redis_depths(broker: Redis, prefix: str, queues: Sequence[str]) -> tuple[list[int], int]:
+    """The messages waiting in each of ``queues`` on a Redis broker (every priority), and
+    the messages held unacknowledged (kombu's ``unacked`` hash)."""
+    pipe = broker.pipeline(transaction=False)
+    for queue in queues:
+        for step in PRIORITY_STEPS:
+            pipe.llen(f"{prefix}{queue}{PRIORITY_SEP}{step}" if step else f"{prefix}{queue}")
+    pipe.hlen(f"{prefix}{UNACKED}")
+    *lengths, unacked = pipe.execute()
+    steps = len(PRIORITY_STEPS)
+    return [sum(lengths[n * steps : (n + 1) * steps]) for n in range(len(queues))], unacked
+
+
+def amqp_depths(celery: Any, queues: Sequence[str]) -> list[int] | None:
+    """The messages ready in each of ``queues`` on RabbitMQ (a passive ``queue.declare``:
+    it creates nothing; a queue no worker has declared yet holds 0), or None when
+    RabbitMQ cannot be reached. ``celery``: an app on the broker (``workers.app.make_app``)."""
+    counts = []
+    with celery.connection_for_read() as conn:
+        try:
+            conn.ensure_connection(max_retries=1)
+            for queue in queues:
+                channel = conn.channel()
+                try:
+                    counts.append(int(channel.queue_declare(queue, passive=True).message_count))
+                except conn.channel_errors:  # NOT_FOUND, which closes the channel
+                    counts.append(0)
+                else:
+                    channel.close()
+        except conn.connection_errors:
+            return None
+    return counts
 
 
 def _gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
@@ -305,13 +349,19 @@ def counters(raw: dict[Any, Any]) -> Iterator[Metric]:
 
 
 def metrics_router(
-    redis: Redis, settings: Settings, profiles: Iterable[Profile], auth: BearerAuth | None
+    redis: Redis,
+    settings: Settings,
+    profiles: Iterable[Profile],
+    auth: BearerAuth | None,
+    broker: Any = None,
 ) -> APIRouter:
     """``GET /metrics``, behind ``auth`` unless ``CONTINUUM_METRICS_PUBLIC`` is set; the
-    queues counted are those of ``settings`` and of the provider ``profiles``."""
+    queues counted are those of ``settings`` and of the provider ``profiles``, on
+    ``broker`` when it is not ``redis`` (a Redis client, or a Celery app on RabbitMQ)."""
     limits = MetricsSettings()
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(StoreCollector(redis, settings, queues_of(settings, profiles), limits))
+    queues = queues_of(settings, profiles)
+    registry.register(StoreCollector(redis, settings, queues, limits, broker))
     guarded = auth is not None and not limits.public
     router = APIRouter(dependencies=[Security(auth)] if guarded else [], route_class=AuthFirstRoute)
     responses: dict[int | str, dict[str, Any]] = {

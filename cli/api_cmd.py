@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from cli.connect import NoRedis, redis_url
+from cli.connect import NoRedis, connect
 
 
 def register(commands: Any) -> None:
@@ -53,12 +53,12 @@ def run_api(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     try:
-        with redis_url("api", announce=True):
+        with connect("api", announce=True) as found:
             import uvicorn  # noqa: PLC0415
 
             from api.app import create_app  # noqa: PLC0415
 
-            settings = api_settings()  # again: REDIS_URL may be the embedded Redis's now
+            settings = api_settings(found)  # REDIS_URL may be the embedded Redis's now
             if settings.api_token is None:
                 settings = settings.model_copy(update={"api_insecure_local": True})
             print(f"continuum api: http://{args.host}:{args.port}/docs", flush=True)
@@ -67,5 +67,5 @@ def run_api(args: argparse.Namespace) -> int:
             )
     except NoRedis as exc:
         print(exc, file=sys.stderr)
-        return 1
+        return exc.code
     return 0

@@ -1,8 +1,15 @@
-"""Finding Redis for the commands that need it: ``REDIS_URL``, else the embedded server
-(``./var/redis``) another ``continuum`` process runs, else a new embedded one that this
-process owns and stops when it exits. The URL may carry a password (the embedded
-server's always does): it goes into ``REDIS_URL`` for this process and its children (an
-environment is private to its user, unlike a command line) and is printed masked."""
+"""The settings of a command that needs Redis, built once at the entry point and passed
+down: ``REDIS_URL``, else the embedded server (``./var/redis``) another ``continuum``
+process runs, else a new embedded one that this process owns and stops when it exits;
+and the broker, ``CONTINUUM_BROKER_URL`` (default: that Redis). The Redis URL may carry a
+password (the embedded server's always does): it goes into ``REDIS_URL`` for this
+process and its children (an environment is private to its user, unlike a command line)
+and is printed masked.
+
+A URL no client can use (``amqp://`` as ``REDIS_URL``, ``sentinel://`` as the broker, no
+scheme at all) stops the command with one line naming the setting, never the URL, and
+exit status 2: a configuration error, which a supervisor must not take for a clean exit.
+"""
 
 from __future__ import annotations
 
@@ -10,37 +17,52 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from workers.embedded import EmbeddedRedisError, redact_url, resolve_redis_url
 
-#: The URL schemes redis-py connects with.
-REDIS_SCHEMES = ("redis", "rediss", "unix")
+if TYPE_CHECKING:
+    from workers.settings import Settings
 
 
 class NoRedis(RuntimeError):
     """No Redis to talk to, and none could be started; the message says why."""
 
+    #: The command's exit status.
+    code = 1
+
+
+class BadUrl(NoRedis):
+    """``REDIS_URL`` or ``CONTINUUM_BROKER_URL`` is no URL this deployment can use."""
+
+    code = 2
+
+
+def _checked(command: str, settings: Settings) -> Settings:
+    from workers.settings import url_problems  # noqa: PLC0415  (a command's start stays quick)
+
+    problems = url_problems(settings)
+    if problems:
+        # Said once, plainly, and non-zero: Celery would take some of these for a broker
+        # or retry them forever, and a supervisor must see a configuration error.
+        raise BadUrl(f"continuum {command}: {'; '.join(problems)}")
+    return settings
+
 
 @contextmanager
-def redis_url(command: str, *, announce: bool = False) -> Iterator[str]:
-    """Yield the Redis URL to use, exported as ``REDIS_URL`` for the settings read after."""
+def connect(command: str, *, announce: bool = False) -> Iterator[Settings]:
+    """Yield the command's settings, read from the environment, their Redis URL resolved
+    and both URLs checked."""
+    from workers.settings import get_settings  # noqa: PLC0415
+
+    _checked(command, get_settings())  # before starting an embedded Redis for nothing
     try:
         url, server = resolve_redis_url()
     except EmbeddedRedisError as exc:
         raise NoRedis(f"continuum {command}: {exc}") from None
-    scheme = url.partition("://")[0].lower() if "://" in url else ""
-    if scheme not in REDIS_SCHEMES:
-        # Said once, plainly, and non-zero: Celery would take some of these for a broker
-        # or retry them forever, and a supervisor must see a configuration error.
-        shown = f"not {scheme}://" if scheme else "and this is no URL"
-        raise NoRedis(
-            f"continuum {command}: REDIS_URL must be a Redis URL (redis://, rediss:// or "
-            f"unix://), {shown}: job state and the queue both live in Redis"
-        )
-    os.environ["REDIS_URL"] = url
-    from workers.settings import get_settings  # noqa: PLC0415
-
+    os.environ["REDIS_URL"] = url  # for the children, and the code that reads it itself
     get_settings.cache_clear()
+    settings = _checked(command, get_settings().model_copy(update={"redis_url": url}))
     if server is not None and announce:
         print(
             f"continuum {command}: started an embedded Redis at {redact_url(url)} (data in "
@@ -49,7 +71,7 @@ def redis_url(command: str, *, announce: bool = False) -> Iterator[str]:
             flush=True,
         )
     try:
-        yield url
+        yield settings
     finally:
         if server is not None:
             server.stop()

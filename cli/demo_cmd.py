@@ -156,6 +156,8 @@ def _run_batch(
     """Submit the batch, follow it, kill ``victim`` mid-way (the supervisor, checked at
     every poll, restarts it); the records and outputs."""
     from cli.progress import follow  # noqa: PLC0415
+    from workers.app import make_app  # noqa: PLC0415
+    from workers.producer import Producer  # noqa: PLC0415
     from workers.runtime import build_runtime  # noqa: PLC0415
     from workers.settings import get_settings  # noqa: PLC0415
     from workers.submit import submit_batch  # noqa: PLC0415
@@ -164,9 +166,7 @@ def _run_batch(
     settings = get_settings()
     assert settings.redis_url is not None
     rt = build_runtime(settings, settings.redis_url)
-    from workers.tasks import enqueue_iteration  # noqa: PLC0415  (after REDIS_URL is set)
-
-    batch_id, _ = submit_batch(rt, specs, enqueue_iteration)
+    batch_id, _ = submit_batch(rt, specs, Producer(make_app(settings)).iteration)
     ids = [s["job_id"] for s in specs]
     console.print(f"  batch    {batch_id}: {len(ids)} jobs submitted")
     killed = "no worker killed" if args.no_kill else ""

@@ -16,7 +16,7 @@ import os
 import sys
 from typing import Any
 
-from cli.connect import NoRedis, redis_url
+from cli.connect import NoRedis, connect
 
 DEFAULT_ADDRESS = "127.0.0.1"
 DEFAULT_PORT = 5555
@@ -28,9 +28,10 @@ def register(commands: Any) -> None:
         help="run Flower, the web monitor of workers and tasks",
         description="Run Flower for Continuum's workers: one continuum.iterate task per "
         "iteration, its result showing the job's progress, failed jobs as failed tasks. "
-        "Uses REDIS_URL, else the embedded Redis in ./var/redis. Flower can revoke tasks "
-        "and shut workers down: keep it on loopback, or set basic auth. Flower's HTTP API "
-        "(/api/...) answers only with basic auth, or with FLOWER_UNAUTHENTICATED_API=true.",
+        "Uses REDIS_URL, else the embedded Redis in ./var/redis, and CONTINUUM_BROKER_URL "
+        "when set. Flower can revoke tasks and shut workers down: keep it on loopback, or "
+        "set basic auth. Flower's HTTP API (/api/...) answers only with basic auth, or with "
+        "FLOWER_UNAUTHENTICATED_API=true.",
     )
     f.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help=f"HTTP port (default {DEFAULT_PORT})"
@@ -82,12 +83,12 @@ def run_flower(args: argparse.Namespace) -> int:
         print("continuum flower: --basic-auth takes USER:PASS pairs", file=sys.stderr)
         return 2
     try:
-        with redis_url("flower", announce=True):
-            from workers.app import app  # noqa: PLC0415  (reads REDIS_URL when imported)
-
-            app.conf.broker_url = app.conf.result_backend = os.environ["REDIS_URL"]
+        with connect("flower", announce=True) as settings:
             from flower.options import options  # noqa: PLC0415
 
+            from workers.app import make_app  # noqa: PLC0415
+
+            app = make_app(settings)
             import workers.tasks  # noqa: PLC0415  (registers the tasks)
 
             # The task list names each iteration's job and number (a flowerconfig.py's
@@ -111,5 +112,5 @@ def run_flower(args: argparse.Namespace) -> int:
             logging.getLogger("flower.events").disabled = True
     except NoRedis as exc:
         print(exc, file=sys.stderr)
-        return 1
+        return exc.code
     return int(code or 0)

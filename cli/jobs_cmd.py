@@ -2,7 +2,8 @@
 
 Exit codes: ``status`` 0 when the job (or batch) exists, 1 when it does not; ``result``
 0 succeeded, 3 partial (the partial result is written), 1 failed, cancelled, not ended
-yet or unknown; ``cancel`` 0 cancelled, 1 unknown or already ended.
+yet or unknown; ``cancel`` 0 cancelled, 1 unknown or already ended. Each exits 2 when
+``REDIS_URL`` or ``CONTINUUM_BROKER_URL`` is no URL it can use.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from cli.connect import NoRedis, redis_url
+from cli.connect import NoRedis, connect
 from core.ids import check_id
 
 
@@ -60,13 +61,11 @@ def an_id(value: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _store() -> Any:
+def _store(settings: Any) -> Any:
     from redis import Redis  # noqa: PLC0415
 
-    from workers.settings import get_settings  # noqa: PLC0415
     from workers.store import JobStore  # noqa: PLC0415
 
-    settings = get_settings()
     assert settings.redis_url is not None
     return JobStore(
         Redis.from_url(settings.redis_url),
@@ -78,6 +77,11 @@ def _store() -> Any:
 def _fail(command: str, message: str) -> int:
     print(f"continuum {command}: {message}", file=sys.stderr)
     return 1
+
+
+def _no_redis(exc: NoRedis) -> int:
+    print(exc, file=sys.stderr)  # it names the command already
+    return exc.code
 
 
 def _when(ts: float | None) -> str:
@@ -130,8 +134,8 @@ def run_status(args: argparse.Namespace) -> int:
     from workers.views import batch_view, job_view  # noqa: PLC0415
 
     try:
-        with redis_url("status"):
-            store = _store()
+        with connect("status") as settings:
+            store = _store(settings)
             if args.batch:
                 batch = store.batch_status(args.id)
                 if batch is None:
@@ -145,7 +149,7 @@ def run_status(args: argparse.Namespace) -> int:
                 view = job_view(record, metadata=args.json)
                 printer = _print_job
     except NoRedis as exc:
-        return _fail("status", str(exc))
+        return _no_redis(exc)
     if args.json:
         print(json.dumps(view, ensure_ascii=False, indent=2))
     else:
@@ -157,8 +161,8 @@ def run_result(args: argparse.Namespace) -> int:
     from workers.store import JobStatus, OutputChanged  # noqa: PLC0415
 
     try:
-        with redis_url("result"):
-            store = _store()
+        with connect("result") as settings:
+            store = _store(settings)
             record = store.load(args.id)
             if record is None:
                 return _fail("result", f"no such job: {args.id}")
@@ -171,7 +175,9 @@ def run_result(args: argparse.Namespace) -> int:
                     detail = f" (iteration {record.iteration}); its result is not ready"
                 return _fail("result", f"job {args.id} is {status.value}{detail}")
             write_parts(parts, args.output)  # a part at a time: never whole here
-    except (NoRedis, OutputChanged) as exc:
+    except NoRedis as exc:
+        return _no_redis(exc)
+    except OutputChanged as exc:
         return _fail("result", str(exc))
     if status is JobStatus.PARTIAL:
         reason = (record.result or {}).get("reason")
@@ -194,8 +200,8 @@ def write_parts(parts: Iterator[str], output: str | None) -> None:
 
 def run_cancel(args: argparse.Namespace) -> int:
     try:
-        with redis_url("cancel"):
-            store = _store()
+        with connect("cancel") as settings:
+            store = _store(settings)
             if args.batch:
                 cancelled, size = store.cancel_batch(args.id)
                 if not size:
@@ -205,7 +211,7 @@ def run_cancel(args: argparse.Namespace) -> int:
             outcome = store.cancel(args.id)
             record = store.load(args.id)
     except NoRedis as exc:
-        return _fail("cancel", str(exc))
+        return _no_redis(exc)
     if outcome is None or record is None:
         return _fail("cancel", f"no such job: {args.id}")
     if not outcome:

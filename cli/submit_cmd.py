@@ -3,7 +3,8 @@
 Exit codes: without ``--wait`` 0 once the job exists (its id on stdout); with ``--wait``
 0 succeeded, 3 partial (the partial result is written), 1 failed or cancelled; 1 when
 there is no Redis or the id is taken by a different job; 2 usage errors (the field
-named); 130 when Ctrl-C stops the waiting (the job keeps running).
+named), and an unusable ``REDIS_URL`` or ``CONTINUUM_BROKER_URL``; 130 when Ctrl-C stops
+the waiting (the job keeps running).
 """
 
 from __future__ import annotations
@@ -11,13 +12,16 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from cli.connect import NoRedis, redis_url
+from cli.connect import NoRedis, connect
 from cli.run_cmd import add_spec_options, build_spec
 from core.models import describe_errors as describe
+
+if TYPE_CHECKING:
+    from workers.settings import Settings
 
 EXIT_INTERRUPTED = 130
 
@@ -85,32 +89,30 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         return _usage(str(exc))
     try:
-        with redis_url("submit", announce=not args.quiet):
-            return _submit(args, spec)
+        with connect("submit", announce=not args.quiet) as settings:
+            return _submit(args, spec, settings)
     except NoRedis as exc:
         print(exc, file=sys.stderr)
-        return 1
+        return exc.code
 
 
-def _submit(args: argparse.Namespace, spec: Any) -> int:
+def _submit(args: argparse.Namespace, spec: Any, settings: Settings) -> int:
     from core import JobSpec  # noqa: PLC0415
+    from workers.app import make_app  # noqa: PLC0415
+    from workers.producer import Producer  # noqa: PLC0415
     from workers.runtime import build_runtime  # noqa: PLC0415
-    from workers.settings import get_settings  # noqa: PLC0415
     from workers.submit import Refused, submit_job  # noqa: PLC0415
 
-    # Imported once REDIS_URL is set: the Celery app reads the settings at import.
-    from workers.tasks import enqueue_iteration  # noqa: PLC0415
-
-    settings = get_settings()
     assert settings.redis_url is not None
     try:
         rt = build_runtime(settings, settings.redis_url)
     except ValueError as exc:  # CONTINUUM_PROFILES cannot be read
         return _usage(str(exc))
     done = None
+    app = make_app(settings)
     try:
         try:
-            done = submit_job(rt, spec, enqueue_iteration)
+            done = submit_job(rt, spec, Producer(app).iteration)
         except Refused as exc:
             return _usage(str(exc))
         if not done.created:
@@ -139,6 +141,7 @@ def _submit(args: argparse.Namespace, spec: Any) -> int:
         return EXIT_INTERRUPTED
     finally:
         rt.pool.close()
+        app.close()
 
 
 def _differs(model: Any, stored: str, spec: Any) -> bool:

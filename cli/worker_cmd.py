@@ -10,7 +10,7 @@ import sys
 import threading
 from typing import Any
 
-from cli.connect import NoRedis, redis_url
+from cli.connect import NoRedis, connect
 from workers.embedded import redact_url
 
 POOLS = ("threads", "prefork", "solo")
@@ -23,7 +23,8 @@ def register(commands: Any) -> None:
         description="Run a Celery worker for Continuum's tasks. Iterations are I/O-bound "
         "(one model call each), so the default pool is threads, many calls in flight per "
         "process. Uses REDIS_URL, else the embedded Redis in ./var/redis (started if none "
-        "runs). Scale by starting more workers, here or on other machines.",
+        "runs); the queue is on CONTINUUM_BROKER_URL when set (a RabbitMQ, amqp://...). "
+        "Scale by starting more workers, here or on other machines.",
     )
     w.add_argument(
         "-c",
@@ -63,14 +64,18 @@ def register(commands: Any) -> None:
     b.set_defaults(run=run_beat)
 
 
-def _start_watchdog() -> tuple[threading.Thread, threading.Event]:
-    from workers.runtime import runtime  # noqa: PLC0415
-    from workers.tasks import enqueue_iteration  # noqa: PLC0415
+def _start_watchdog(app: Any) -> tuple[threading.Thread, threading.Event]:
+    """The watchdog on ``app``'s runtime, sending on ``app``'s broker."""
+    from workers.producer import Producer  # noqa: PLC0415
     from workers.watchdog import run_forever  # noqa: PLC0415
 
+    producer = Producer(app)
     stop = threading.Event()
     thread = threading.Thread(
-        target=run_forever, args=(runtime(), enqueue_iteration, stop), name="watchdog", daemon=True
+        target=run_forever,
+        args=(app.runtime, producer.iteration, stop, producer.callback),
+        name="watchdog",
+        daemon=True,
     )
     thread.start()
     return thread, stop
@@ -81,13 +86,11 @@ def run_worker(args: argparse.Namespace) -> int:
         print("continuum worker: --concurrency must be at least 1", file=sys.stderr)
         return 2
     try:
-        with redis_url("worker", announce=True):
-            from workers.settings import get_settings, worker_queues  # noqa: PLC0415
+        with connect("worker", announce=True) as settings:
+            from workers.app import make_app  # noqa: PLC0415
+            from workers.settings import worker_queues  # noqa: PLC0415
 
-            settings = get_settings()
-            from workers.app import app  # noqa: PLC0415  (reads REDIS_URL when imported)
-
-            app.conf.broker_url = app.conf.result_backend = os.environ["REDIS_URL"]
+            app = make_app(settings)
             import workers.tasks  # noqa: F401, PLC0415  (registers the tasks)
 
             queues = args.queues or worker_queues(settings)
@@ -101,7 +104,7 @@ def run_worker(args: argparse.Namespace) -> int:
                 "--without-mingle",
                 "--without-gossip",
             ]
-            watchdog = _start_watchdog() if args.beat else None
+            watchdog = _start_watchdog(app) if args.beat else None
             try:
                 code = _run_celery_worker(app, argv)
             finally:
@@ -110,7 +113,7 @@ def run_worker(args: argparse.Namespace) -> int:
                     watchdog[0].join(timeout=5)
     except NoRedis as exc:
         print(exc, file=sys.stderr)
-        return 1
+        return exc.code
     return code
 
 
@@ -145,20 +148,21 @@ def run_beat(args: argparse.Namespace) -> int:
         level=args.loglevel.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     try:
-        with redis_url("beat", announce=True) as url:
-            from workers.settings import get_settings  # noqa: PLC0415
+        with connect("beat", announce=True) as settings:
+            from workers.app import make_app  # noqa: PLC0415
 
-            thread, stop = _start_watchdog()
+            thread, stop = _start_watchdog(make_app(settings))
             for sig in (signal.SIGINT, signal.SIGTERM):
                 signal.signal(sig, lambda *_: stop.set())
-            interval = get_settings().watchdog_interval_s
+            assert settings.redis_url is not None
             print(
-                f"continuum beat: watching {redact_url(url)} every {interval:g} s",
+                f"continuum beat: watching {redact_url(settings.redis_url)} every "
+                f"{settings.watchdog_interval_s:g} s",
                 file=sys.stderr,
             )
             while thread.is_alive():
                 thread.join(timeout=0.5)
     except NoRedis as exc:
         print(exc, file=sys.stderr)
-        return 1
+        return exc.code
     return 0

@@ -1,10 +1,11 @@
-"""What a worker process needs, built once on first use: the store and the providers."""
+"""What a worker process needs: the store and the providers (``build_runtime``; a worker's
+Celery app builds its own once, on first use: ``workers.app.ContinuumApp.runtime``)."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
+from functools import cached_property
 
 from redis import Redis
 
@@ -14,7 +15,7 @@ from workers.leases import LeaseRenewer
 from workers.providers.profiles import Profile
 from workers.providers.registry import default_providers, load_profiles
 from workers.ratelimit import TokenBucket
-from workers.settings import Settings, get_settings
+from workers.settings import Settings
 from workers.store import JobStore
 
 
@@ -66,11 +67,3 @@ def build_runtime(settings: Settings, redis_url: str) -> Runtime:
         ProviderPool(load_profiles(os.environ)),
         TokenBucket(client, prefix=settings.key_prefix),
     )
-
-
-@lru_cache(maxsize=1)
-def runtime() -> Runtime:
-    settings = get_settings()
-    if not settings.redis_url:
-        raise RuntimeError("REDIS_URL is not set: start workers with `continuum worker`")
-    return build_runtime(settings, settings.redis_url)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import lru_cache
+from urllib.parse import urlsplit
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -21,6 +22,10 @@ class Settings(BaseSettings):
     redis_url: str | None = Field(
         None, validation_alias=AliasChoices("REDIS_URL", "CONTINUUM_REDIS_URL")
     )
+    #: The broker (Celery's queues), when it is not the Redis of ``REDIS_URL``: a RabbitMQ
+    #: (``amqp://user:password@host:5672/vhost``, quorum queues) or another Redis. Job
+    #: state, results and the dead-letter record stay in ``REDIS_URL``'s Redis.
+    broker_url: str | None = None
     key_prefix: str = "continuum:"
     #: Prefix of Celery's own keys (queues, results) in Redis. Empty by default, so any
     #: Celery producer (or a raw LPUSH) reaches the queue by its plain name.
@@ -80,11 +85,66 @@ class Settings(BaseSettings):
         default=DEFAULT_OUTPUT_CHUNK_BYTES, ge=MIN_OUTPUT_CHUNK_BYTES, le=64 * 1024 * 1024
     )
 
+    @property
+    def broker(self) -> str | None:
+        """The broker's URL: ``CONTINUUM_BROKER_URL``, else ``REDIS_URL``."""
+        return self.broker_url or self.redis_url
+
     @field_validator("callback_allow")
     @classmethod
     def _allow_list(cls, value: str) -> str:
         AllowList.parse(value)  # a typo stops the worker at start, not every callback
         return value
+
+
+#: The URL schemes of a Redis (the store, and the broker by default) and of a broker.
+REDIS_SCHEMES = ("redis", "rediss", "unix")
+AMQP_SCHEMES = ("amqp", "amqps")
+BROKER_SCHEMES = REDIS_SCHEMES + AMQP_SCHEMES
+
+
+def scheme_of(url: str) -> str:
+    """The URL's scheme, lower case ("" when it is no URL)."""
+    return url.partition("://")[0].lower() if "://" in url else ""
+
+
+def is_amqp(url: str) -> bool:
+    """Whether ``url`` is a RabbitMQ (AMQP) broker's."""
+    return scheme_of(url) in AMQP_SCHEMES
+
+
+def _listed(schemes: tuple[str, ...]) -> str:
+    names = [f"{s}://" for s in schemes]
+    return ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def url_problems(settings: Settings) -> list[str]:
+    """What makes the settings' URLs unusable, one line each, naming the setting and never
+    the URL (it may hold a password). Empty: both usable (unset ones are not checked)."""
+    checks = (
+        ("REDIS_URL", "a Redis URL", settings.redis_url, REDIS_SCHEMES, "job state lives in Redis"),
+        (
+            "CONTINUUM_BROKER_URL",
+            "a broker URL",
+            settings.broker_url,
+            BROKER_SCHEMES,
+            "a Redis or a RabbitMQ",
+        ),
+    )
+    problems = []
+    for name, kind, url, schemes, why in checks:
+        if not url:
+            continue
+        scheme = scheme_of(url)
+        if scheme not in schemes:
+            shown = f"not {scheme}://" if scheme else "and this is no URL"
+            problems.append(f"{name} must be {kind} ({_listed(schemes)}), {shown}: {why}")
+            continue
+        try:
+            urlsplit(url).port  # noqa: B018  (raises on a port that is no number)
+        except ValueError:
+            problems.append(f"{name} has a port that is not a number in 0-65535")
+    return problems
 
 
 #: Celery's default queue: where ``send_task`` puts a message that names no queue.

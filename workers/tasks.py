@@ -9,6 +9,10 @@ the output stay in Redis, so the message is small however long the output grows 
 task's visible arguments show no prompt and no key. ``continuum.submit_batch`` takes
 ``{"specs": [...], "batch_id"?}`` and creates a batch.
 
+The tasks are shared (``celery.shared_task``): each app that ``workers.app.make_app``
+builds has them, and runs them on its own settings and runtime (``self.app.runtime``),
+sending the next messages on its own broker (``workers.producer``).
+
 A message that cannot be validated (poison) fails the job it names with a clear error (a
 new job id is kept as a failed job, never dropped); the task itself fails with that error,
 so Flower and Sentry show it, and is acknowledged: never redelivered forever.
@@ -21,6 +25,7 @@ import logging
 from collections import UserDict
 from typing import Any, TypeVar
 
+from celery import shared_task
 from celery.worker.request import Request
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -28,10 +33,10 @@ from core import JobSpec
 from core.ids import BATCH_ID_PATTERN, ID_PATTERN, MAX_BATCH_JOBS, is_id
 from core.models import describe_errors
 from workers import callbacks
-from workers.app import app
 from workers.iteration import JobFailed, run_iteration
 from workers.observability import QuietRequest
-from workers.runtime import runtime
+from workers.producer import ITERATE, Producer
+from workers.runtime import Runtime
 from workers.submit import (
     Refused,
     iterate_options,
@@ -79,16 +84,16 @@ def _parse(model: type[M], args: tuple[Any, ...], kwargs: dict[str, Any]) -> M |
         return describe_errors(exc)
 
 
-def enqueue_iteration(job_id: str, iteration: int, countdown: float = 0.0, queue: str = "") -> None:
-    iterate.apply_async(
-        **iterate_options(job_id, iteration), countdown=countdown or None, queue=queue or None
-    )
+def _runtime(task: Any) -> Runtime:
+    """The runtime of the app running ``task`` (``workers.app.ContinuumApp``)."""
+    rt: Runtime = task.app.runtime
+    return rt
 
 
-@app.task(name="continuum.generate", bind=True, Request=QuietRequest)
+@shared_task(name="continuum.generate", bind=True, Request=QuietRequest)
 def generate(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
     """Create a job (idempotent on ``spec.job_id``) and enqueue its iteration 0."""
-    rt = runtime()
+    rt = _runtime(self)
     parsed = _parse(GenerateArgs, args, kwargs)
     if isinstance(parsed, str):
         job_id = _named_job(kwargs)
@@ -96,7 +101,7 @@ def generate(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
             record_invalid(rt, job_id, kwargs.get("spec"), parsed)
         raise InvalidMessage(f"invalid job{f' {job_id}' if job_id else ''}: {parsed}")
     try:
-        done = submit_job(rt, parsed.spec, enqueue_iteration, batch=parsed.batch)
+        done = submit_job(rt, parsed.spec, Producer(self.app).iteration, batch=parsed.batch)
     except Refused as exc:
         job_id = parsed.spec.job_id or new_id()
         record_invalid(rt, job_id, kwargs.get("spec"), str(exc), batch=parsed.batch)
@@ -104,14 +109,15 @@ def generate(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
     return {"job_id": done.job_id, "created": done.created}
 
 
-@app.task(name="continuum.submit_batch", bind=True, Request=QuietRequest)
+@shared_task(name="continuum.submit_batch", bind=True, Request=QuietRequest)
 def submit_batch_task(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
     """Create a batch of jobs (``{"specs": [...], "batch_id"?}``) and enqueue each one."""
-    rt = runtime()
+    rt = _runtime(self)
     parsed = _parse(BatchArgs, args, kwargs)
     if isinstance(parsed, str):
         raise InvalidMessage(f"invalid batch: {parsed}")
-    batch_id, jobs = submit_batch(rt, parsed.specs, enqueue_iteration, batch_id=parsed.batch_id)
+    enqueue = Producer(self.app).iteration
+    batch_id, jobs = submit_batch(rt, parsed.specs, enqueue, batch_id=parsed.batch_id)
     return {
         "batch_id": batch_id,
         "jobs": [j.job_id for j in jobs],
@@ -148,8 +154,8 @@ class Progress(UserDict[str, Any]):
 # Flower builds its task list from the workers' events, which carry the result's repr:
 # the result backend is not needed for it, and skipping it saves six Redis commands per
 # iteration (the STARTED and SUCCESS writes and their publishes).
-@app.task(
-    name="continuum.iterate",
+@shared_task(
+    name=ITERATE,
     bind=True,
     resultrepr_maxsize=8192,
     ignore_result=True,
@@ -162,14 +168,15 @@ def iterate(self: Any, *args: Any, **kwargs: Any) -> Progress:
     A job that ends failed makes this task fail too, with the job's reason, so Flower lists
     it among failed tasks (and Sentry receives it); the message is acked all the same.
     """
-    rt = runtime()
+    rt = _runtime(self)
     parsed = _parse(IterateArgs, args, kwargs)
     if isinstance(parsed, str):
         job_id = _named_job(kwargs)
         if job_id is not None and rt.store.load(job_id) is not None:
             rt.store.fail(job_id, f"invalid iteration message: {parsed}")
         raise InvalidMessage(f"invalid iteration message: {parsed}")
-    done = run_iteration(rt, parsed.job_id, parsed.iteration, enqueue_iteration, enqueue_callback)
+    producer = Producer(self.app)
+    done = run_iteration(rt, parsed.job_id, parsed.iteration, producer.iteration, producer.callback)
     return Progress(done)
 
 
@@ -179,13 +186,13 @@ def flower_view(task: Any) -> Any:
     copy made for display: its events state, its task types and its Prometheus labels keep
     the task's own name, so they do not grow with every iteration (a ``shadow`` name in
     the message would, and in every worker's counters too)."""
-    if task.name != iterate.name or not task.kwargs:
+    if task.name != ITERATE or not task.kwargs:
         return task
     try:
         parsed = IterateArgs.model_validate_json(task.kwargs)
     except ValidationError:  # sent before its worker showed arguments in JSON
         return task
-    task.name = f"{iterate.name}[{parsed.job_id}#{parsed.iteration}]"
+    task.name = f"{ITERATE}[{parsed.job_id}#{parsed.iteration}]"
     return task
 
 
@@ -194,16 +201,12 @@ class CallbackArgs(BaseModel):
     job_id: str = Field(pattern=ID_PATTERN)
 
 
-def enqueue_callback(job_id: str) -> None:
-    callback.apply_async(kwargs={"job_id": job_id}, queue=runtime().settings.queue)
-
-
-@app.task(name="continuum.callback", bind=True, max_retries=callbacks.MAX_ATTEMPTS)
+@shared_task(name="continuum.callback", bind=True, max_retries=callbacks.MAX_ATTEMPTS)
 def callback(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
     """One attempt at an ended job's callback (``workers.callbacks.attempt``), retried with
     a countdown; the watchdog sends it again if it is lost. Any number of these may run for
     one job: only the one that claims the outbox entry, when it is due, posts."""
-    rt = runtime()
+    rt = _runtime(self)
     parsed = _parse(CallbackArgs, args, kwargs)
     if isinstance(parsed, str):
         raise InvalidMessage(f"invalid callback message: {parsed}")
@@ -233,8 +236,6 @@ __all__ = [
     "InvalidMessage",
     "JobFailed",
     "callback",
-    "enqueue_callback",
-    "enqueue_iteration",
     "flower_view",
     "generate",
     "iterate",

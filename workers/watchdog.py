@@ -69,17 +69,10 @@ def sweep_outbox(
     return sent
 
 
-def _send_callback(job_id: str) -> None:
-    from workers.tasks import enqueue_callback  # noqa: PLC0415  (the Celery app)
-
-    enqueue_callback(job_id)
-
-
-def run_forever(
-    rt: Runtime, enqueue: Enqueue, stop: threading.Event, notify: Notify = _send_callback
-) -> None:
+def run_forever(rt: Runtime, enqueue: Enqueue, stop: threading.Event, notify: Notify) -> None:
     """Sweep the jobs, the callback outbox and the jobs index every
-    ``watchdog_interval_s`` until ``stop`` is set."""
+    ``watchdog_interval_s`` until ``stop`` is set; ``enqueue`` and ``notify`` send on the
+    broker of the entry point's app (``workers.producer.Producer``)."""
     while not stop.is_set():
         try:
             sweep(rt, enqueue)

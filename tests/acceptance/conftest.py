@@ -1,5 +1,6 @@
-"""The ``cluster`` fixture: real worker processes on a real Redis (see ``procs.py``); and
-``cluster_api``: the status API on the cluster's Redis prefix and queue."""
+"""The ``cluster`` fixture: real worker processes on a real Redis (see ``procs.py``), and
+on a RabbitMQ broker when asked (``broker``); and ``cluster_api``: the status API on the
+cluster's Redis prefix and queue."""
 
 from __future__ import annotations
 
@@ -14,6 +15,14 @@ from procs import Cluster
 
 from api.app import create_app
 from api.settings import ApiSettings
+from tests.rabbitmq import delete_queues, queue_name, require_rabbitmq
+
+
+@pytest.fixture(params=["redis", "rabbitmq"])
+def broker(request: pytest.FixtureRequest) -> str | None:
+    """The broker of a test run on both: None (the store's Redis) or a RabbitMQ's URL
+    (skipped when none is reachable)."""
+    return None if request.param == "redis" else require_rabbitmq()
 
 
 @pytest.fixture
@@ -22,7 +31,14 @@ def cluster(redis_url: str, redis_prefix: str, tmp_path: Path) -> Iterator[Calla
     at teardown. Recovery settings are short so tests run in seconds."""
     made: list[Cluster] = []
 
-    def make(sim_url: str | None = None, url: str | None = None, **env: str) -> Cluster:
+    def make(
+        sim_url: str | None = None,
+        url: str | None = None,
+        broker_url: str | None = None,
+        **env: str,
+    ) -> Cluster:
+        """On ``broker_url`` (a RabbitMQ's), the cluster's queue is one of its own, the
+        default ``celery`` queue is left alone, and both are deleted at teardown."""
         base = {
             k: v
             for k, v in os.environ.items()
@@ -41,16 +57,24 @@ def cluster(redis_url: str, redis_prefix: str, tmp_path: Path) -> Iterator[Calla
         )
         if sim_url is not None:
             base["CONTINUUM_SIM_URL"] = f"{sim_url}/v1"
+        if broker_url is not None:
+            base.update(
+                CONTINUUM_BROKER_URL=broker_url,
+                CONTINUUM_QUEUE=queue_name(),
+                CONTINUUM_CONSUME_DEFAULT_QUEUE="0",
+            )
         base.update(env)
         log_dir = tmp_path / f"cluster{len(made)}"
         log_dir.mkdir()
-        c = Cluster(url or redis_url, redis_prefix, log_dir, base)
+        c = Cluster(url or redis_url, redis_prefix, log_dir, base, broker_url=broker_url)
         made.append(c)
         return c
 
     yield make
     for c in made:
         c.stop()
+        if c.broker_url is not None:
+            delete_queues(c.broker_url, c.queue)
 
 
 @pytest.fixture

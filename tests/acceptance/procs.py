@@ -1,5 +1,6 @@
 """Real worker processes: ``continuum worker`` and ``continuum beat`` as subprocesses on a
-real Redis, killed with SIGKILL when a test says so (fixture ``cluster`` in conftest).
+real Redis (and a RabbitMQ broker when ``broker_url`` is set), killed with SIGKILL when a
+test says so (fixture ``cluster`` in conftest).
 
 Every key a cluster writes (ours and Celery's: queues, results, unacked messages) lives
 under the test's ``redis_prefix`` (``CONTINUUM_KEY_PREFIX`` and Celery's
@@ -35,9 +36,16 @@ class Cluster:
     prefix: str
     log_dir: Path
     env: dict[str, str]
+    #: The broker when it is not the Redis (a RabbitMQ's URL).
+    broker_url: str | None = None
     procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
     _logs: dict[int, Path] = field(default_factory=dict)
     _count: int = 0
+
+    @property
+    def queue(self) -> str:
+        """The workers' queue (``CONTINUUM_QUEUE``)."""
+        return self.env["CONTINUUM_QUEUE"]
 
     # -- processes ---------------------------------------------------------------------
     def _spawn(self, name: str, args: list[str], env: dict[str, str] | None = None) -> Any:
@@ -109,6 +117,11 @@ class Cluster:
     # -- clients -----------------------------------------------------------------------
     def producer(self) -> Celery:
         """A bare Celery client, as a producer that imports nothing of ours would make."""
+        if self.broker_url is not None:  # RabbitMQ: as docs/protocol.md says
+            app = Celery(broker=self.broker_url)
+            app.conf.task_create_missing_queue_type = "quorum"
+            app.conf.task_create_missing_queue_exchange_type = "topic"
+            return app
         return Celery(
             broker=self.redis_url,
             broker_transport_options={"global_keyprefix": self.prefix},

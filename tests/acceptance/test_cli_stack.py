@@ -111,15 +111,39 @@ def test_up_runs_the_stack_and_ctrl_c_stops_it(tmp_path: Path) -> None:
     assert processes_in(tmp_path) == []
 
 
-@pytest.mark.parametrize("url", ["amqp://guest@127.0.0.1:1//", "sentinel://127.0.0.1:1", "x:1"])
-@pytest.mark.parametrize("command", [["worker"], ["beat"], ["status", "some-job"]])
-def test_a_url_that_is_no_redis_url_stops_with_one_line_and_non_zero(
-    tmp_path: Path, url: str, command: list[str]
+URL_COMMANDS = [
+    ["worker"],
+    ["beat"],
+    ["status", "some-job"],
+    ["api"],
+    ["flower"],
+    ["submit", "--format", "text", "--prompt", "p"],
+]
+
+
+@pytest.mark.parametrize(
+    ("setting", "url", "expected"),
+    [
+        ("REDIS_URL", "amqp://guest:secret@127.0.0.1:1//", "REDIS_URL must be a Redis URL"),
+        ("REDIS_URL", "sentinel://:secret@127.0.0.1:1", "REDIS_URL must be a Redis URL"),
+        ("REDIS_URL", "x:1", "REDIS_URL must be a Redis URL"),
+        (
+            "CONTINUUM_BROKER_URL",
+            "sentinel://:secret@127.0.0.1:1",
+            "CONTINUUM_BROKER_URL must be a broker URL",
+        ),
+        ("CONTINUUM_BROKER_URL", "amqp://guest:secret@127.0.0.1:x//", "not a number"),
+    ],
+)
+@pytest.mark.parametrize("command", URL_COMMANDS, ids=lambda c: c[0])
+def test_a_url_no_client_can_use_stops_with_one_line_and_exit_2(
+    tmp_path: Path, setting: str, url: str, expected: str, command: list[str]
 ) -> None:
     """A supervisor restarts what fails: a REDIS_URL no Redis client can use (a broker's,
-    a Sentinel's) exits 1 with one line naming the setting, not 0, a traceback or a hang;
+    a Sentinel's) or a CONTINUUM_BROKER_URL no broker client can use exits 2 (a
+    configuration error) with one line naming the setting, not 0, a traceback or a hang;
     and the URL (which may hold a password) is never printed."""
-    env = {**fresh_env(), "REDIS_URL": url}
+    env = {**fresh_env(), setting: url}
     done = subprocess.run(
         [*CONTINUUM, *command],
         cwd=tmp_path,
@@ -129,7 +153,10 @@ def test_a_url_that_is_no_redis_url_stops_with_one_line_and_non_zero(
         text=True,
         timeout=60,
     )
-    assert done.returncode == 1, done.stderr
+    assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and "REDIS_URL must be a Redis URL" in lines[0], done.stderr
-    assert "guest@" not in done.stderr and "127.0.0.1:1" not in done.stderr
+    assert len(lines) == 1 and expected in lines[0], done.stderr
+    assert lines[0].startswith(f"continuum {command[0]}: ")
+    assert "secret" not in done.stderr + done.stdout
+    assert "127.0.0.1:1" not in done.stderr + done.stdout
+    assert not (tmp_path / "var").exists()  # no embedded Redis started for nothing

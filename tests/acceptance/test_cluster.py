@@ -83,10 +83,10 @@ def check_exactly_once(c: Cluster, expected: dict[str, str]) -> None:
         assert commits == dict.fromkeys(range(record.iteration), 1), (job_id, commits)
 
 
-def send(c: Cluster, specs: list[dict[str, Any]], queue: str = "q") -> None:
+def send(c: Cluster, specs: list[dict[str, Any]], queue: str | None = None) -> None:
     producer = c.producer()
     for raw in specs:
-        producer.send_task("continuum.generate", kwargs={"spec": raw}, queue=queue)
+        producer.send_task("continuum.generate", kwargs={"spec": raw}, queue=queue or c.queue)
 
 
 def cli(c: Cluster, *args: str) -> subprocess.CompletedProcess[str]:
@@ -98,10 +98,13 @@ def cli(c: Cluster, *args: str) -> subprocess.CompletedProcess[str]:
 # -- producers -----------------------------------------------------------------------------
 
 
-def test_bare_celery_client_and_the_cli(cluster: Callable[..., Cluster], sim_url: str) -> None:
-    """``Celery(broker=URL).send_task("continuum.generate", ...)`` creates and runs a job;
-    ``continuum status``, ``result`` and ``cancel`` report on it."""
-    c = cluster(sim_url)
+def test_bare_celery_client_and_the_cli(
+    cluster: Callable[..., Cluster], sim_url: str, broker: str | None
+) -> None:
+    """``Celery(broker=URL).send_task("continuum.generate", ...)`` creates and runs a job,
+    on either broker (Redis, or RabbitMQ with job state in Redis); ``continuum status``,
+    ``result`` and ``cancel`` report on it."""
+    c = cluster(sim_url, broker_url=broker)
     c.worker()
     jobs = [spec("bare-json", "json"), spec("bare-csv", "csv")]
     send(c, jobs)
@@ -316,12 +319,13 @@ def _unacked_bodies(redis_client: Redis, prefix: str) -> list[dict[str, Any]]:
 
 @pytest.mark.slow
 def test_workers_killed_again_and_again(
-    cluster: Callable[..., Cluster], sim_url: str, redis_client: Redis
+    cluster: Callable[..., Cluster], sim_url: str, redis_client: Redis, broker: str | None
 ) -> None:
     """A batch on two workers; one is SIGKILLed every second or two and replaced. Every
-    job ends with the fault-free output, every iteration committed exactly once, and the
-    messages a dead worker held name only a job and an iteration."""
-    c = cluster(sim_url)
+    job ends with the fault-free output, every iteration committed exactly once, on either
+    broker; and (on Redis, where kombu keeps them where a test can read them) the messages
+    a dead worker held name only a job and an iteration."""
+    c = cluster(sim_url, broker_url=broker)
     formats = ["text", "csv", "markdown", "json"]
     jobs = [spec(f"chaos{i}", formats[i % 4], size=12000) for i in range(12)]
     expected = reference(jobs)
@@ -340,7 +344,7 @@ def test_workers_killed_again_and_again(
         victim = workers.pop(rng.randrange(len(workers)))
         c.kill(victim)
         kills.append(time.monotonic())
-        if not inspected:
+        if not inspected and broker is None:
             inspected.extend(_unacked_bodies(redis_client, c.prefix))
         workers.append(c.worker(concurrency=3, wait=False))
         next_kill = time.monotonic() + rng.uniform(1.0, 2.5)
@@ -349,7 +353,7 @@ def test_workers_killed_again_and_again(
     assert len(kills) >= 4, "the jobs ended before the chaos did its work"
     check_exactly_once(c, expected)
     assert "sent again" in c.log(beat), "no iteration was lost with its worker"
-    assert any(m["task"] == "continuum.iterate" for m in inspected), inspected
+    assert broker is not None or any(m["task"] == "continuum.iterate" for m in inspected)
     for message in inspected:
         if message["task"] == "continuum.iterate":
             args, kwargs, _ = json.loads(message["body"])

@@ -1,7 +1,7 @@
 """``GET /metrics`` on a real uvicorn and a real Redis: the numbers are what Redis holds
 (jobs by status, iterations, fallbacks, queue depths, unacknowledged messages, overdue
 jobs, pending callbacks), the route needs the token unless made public, and a scrape's
-cost is capped."""
+cost is capped. With a RabbitMQ broker, the queue depths are RabbitMQ's."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from redis import Redis
 from sim.app import make_transport
 from sim.model import SimModel, SimOptions
 from tests.conftest import free_port
+from tests.rabbitmq import delete_queues, queue_name, require_rabbitmq
 from workers.app import make_app
 from workers.calls import ProviderPool
 from workers.iteration import run_iteration
@@ -176,6 +177,33 @@ def test_metrics_are_what_redis_holds(
         message.ack()
         assert value(scrape(api), "continuum_broker_unacked_messages") == 0
         queue.close()
+
+
+def test_queue_depth_is_read_from_a_rabbitmq_broker(
+    make_api: Callable[..., httpx.Client],
+    redis_client: Redis,
+    redis_prefix: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With ``CONTINUUM_BROKER_URL`` on RabbitMQ the API sends there (the store's Redis
+    holds no queue), and ``/metrics`` counts the queue's messages on RabbitMQ."""
+    rabbit = require_rabbitmq()
+    monkeypatch.setenv("CONTINUUM_METRICS_CACHE_S", "0")
+    queue = queue_name()
+    try:
+        api = make_api(broker_url=rabbit, queue=queue, consume_default_queue=False)
+        assert value(scrape(api), "continuum_queue_messages", queue=queue) == 0  # undeclared
+        for n in range(3):
+            created = api.post("/v1/jobs", json=spec(f"rabbit-{n}", ["sim"]))
+            assert created.status_code == 202, created.text
+
+        got = scrape(api)
+
+        assert value(got, "continuum_queue_messages", queue=queue) == 3
+        assert not any(name == "continuum_broker_unacked_messages" for name, _ in got)
+        assert redis_client.llen(f"{redis_prefix}{queue}") == 0  # nothing went to Redis
+    finally:
+        delete_queues(rabbit, queue)
 
 
 def test_metrics_need_the_token_unless_public(
