@@ -27,6 +27,7 @@ from typing import NamedTuple
 from pydantic import BaseModel, ConfigDict
 
 from core.extraction import clean_text
+from core.leads import Strength
 from core.merge import Merge
 from core.overlap import MIN_OVERLAP, visible
 from core.seam import (
@@ -241,14 +242,16 @@ def _seam(scan: CsvScan, tail: str) -> Seam:
     header_data = f"\n{scan.header}\n" in tail or f"\n{scan.header}\r\n" in tail
     header = scan.header if scan.fields and not header_data else None
 
-    def drop(body: str) -> tuple[int, str]:
+    def drop(body: str, parted: bool) -> tuple[int, str, Strength]:
         if not scan.fields or scan.mode is CsvMode.QUOTED or not body.startswith(scan.header):
-            return 0, ""
+            return 0, "", Strength.NONE
         if header_data:
-            return 0, ""
+            return 0, "", Strength.NONE
         after = body[len(scan.header) : len(scan.header) + 2]
         size = 2 if after == "\r\n" else 1 if after.startswith("\n") else 0
-        return (len(scan.header) + size, "dropped a repeated header row") if size else (0, "")
+        if not size:
+            return 0, "", Strength.NONE
+        return len(scan.header) + size, "dropped a repeated header row", Strength.STRONG
 
     restart = len(scan.header) + 1 + MIN_OVERLAP if scan.fields else RESTART_MIN
     accept, repair = _readings(scan)

@@ -174,17 +174,33 @@ def needs_break(scan: MarkdownScan, text: str) -> bool:
     return True
 
 
-def _table_dropper(scan: MarkdownScan) -> Callable[[str], tuple[int, str]]:
-    def drop(body: str) -> tuple[int, str]:
+def _layout(row: str) -> list[str]:
+    """A table row's cells without padding; a delimiter row's as alignments ("l", "c", ...)."""
+    body = row.strip()
+    body = body[1:] if body.startswith("|") else body
+    body = body[:-1] if body.endswith("|") else body
+    cells = [cell.strip() for cell in body.split("|")]
+    if _is_separator(row):
+        return [f"{c[:1] == ':'}{c[-1:] == ':'}" for c in cells]
+    return cells
+
+
+def _table_dropper(scan: MarkdownScan) -> Callable[[str, bool], tuple[int, str, Strength]]:
+    def drop(body: str, parted: bool) -> tuple[int, str, Strength]:
         if not scan.table or _in_code(scan):
-            return 0, ""
+            return 0, "", Strength.NONE
         if scan.partial and not (body.startswith("|") and _row_complete(scan)):
-            return 0, ""
+            return 0, "", Strength.NONE
         lines = body.split("\n", 2)
-        header = scan.table.split("\n", 1)[0]
+        header, _, separator = scan.table.partition("\n")
         if len(lines) < 2 or not _is_separator(lines[1]) or _cells(lines[0]) != _cells(header):
-            return 0, ""
-        return len(lines[0]) + len(lines[1]) + len(lines) - 1, "dropped a repeated table header"
+            return 0, "", Strength.NONE
+        same = [_layout(lines[0]), _layout(lines[1])] == [_layout(header), _layout(separator)]
+        # Other names or alignments after a blank line: the header again, or a new table
+        # of as many columns? Without one, a delimiter row cannot be the table's own.
+        sure = Strength.STRONG if same or not parted else Strength.WEAK
+        size = len(lines[0]) + len(lines[1]) + len(lines) - 1
+        return size, "dropped a repeated table header", sure
 
     return drop
 

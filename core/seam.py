@@ -50,9 +50,11 @@ from core.squares import (
     completes_cut_word,
     completes_known_word,
     duplicate_line,
+    glue_known,
     line_prefix,
     no_structure,
     plausible_square,
+    splits_word,
     token_cut,
     whole_lines,
 )
@@ -95,8 +97,8 @@ def _as_is(text: str) -> tuple[str, str]:
     return text, ""
 
 
-def _no_repeat(body: str) -> tuple[int, str]:
-    return 0, ""
+def _no_repeat(body: str, parted: bool) -> tuple[int, str, Strength]:
+    return 0, "", Strength.NONE
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,8 +118,10 @@ class Seam:
     wrapper: str = ""
     #: False when the format drops a wrapper's closing fence itself (Markdown).
     strip_close: bool = True
-    #: Characters of a repeat the format recognises at the body's start, and a warning.
-    drop_repeat: Callable[[str], tuple[int, str]] = _no_repeat
+    #: Characters of a repeat the format recognises at the body's start, a warning, and
+    #: how sure the format is (WEAK: the text may be new, a table of other alignments);
+    #: ``parted``: a blank line comes before the body, so a new block may start there.
+    drop_repeat: Callable[[str, bool], tuple[int, str, Strength]] = _no_repeat
     restart_min: int = RESTART_MIN
     #: JSON: the cut is inside a string, so whitespace there is content.
     in_string: bool = False
@@ -367,7 +371,11 @@ def _plausible(ctx: _Context, best: _Tried, rival: _Tried) -> bool:
                 return False
             after = ctx.fragment[high:]
             spaced = after[:1] == " " and not after[1:2].isspace()  # not an indentation
-            if not run and (spaced or completes_known_word(ctx.tail, after[:MAX_WORD])):
+            if not run and (
+                spaced
+                or completes_known_word(ctx.tail, after[:MAX_WORD])
+                or splits_word(ctx.tail, after[:MAX_WORD])
+            ):
                 # The text after them goes on with the cut line (a space, the rest of a
                 # word the document uses): kept, they would break a line in the middle.
                 return False
@@ -395,6 +403,10 @@ def _plausible(ctx: _Context, best: _Tried, rival: _Tried) -> bool:
         return False
     if b.start != r.start:
         return not b.confirmed
+    if b.info > r.info and glue_known(ctx.tail, best.append, rival.append):
+        # The rival proves less repeat and glues the cut word into one the document
+        # never wrote ("70" + "8,11": "708"); the best keeps the document's words.
+        return False
     low, high = sorted((b.end, r.end))
     square = ctx.fragment[low:high]
     shorter = best if b.end == low else rival
@@ -446,10 +458,12 @@ def plan_seam(
     )
     for lead in (NO_LEAD, *leads) if not seam.exact else ():
         body = fragment[lead.end :]
-        dropped, note = seam.drop_repeat(body)
+        before = tail + fragment[: lead.end] if lead.end else tail
+        parted = before.replace("\r\n", "\n").endswith("\n\n")
+        dropped, note, sure = seam.drop_repeat(body, parted)
         if dropped:
             end = lead.end + dropped
-            header = Lead(end, Strength.STRONG, lead.fence, fragment[:end])
+            header = Lead(end, sure, lead.fence, fragment[:end])
             cands += _candidates(ctx, header, end, (note,))
         found = _candidates(ctx, lead, lead.end, ())
         fence = lead.fence or seam.wrapper

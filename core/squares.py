@@ -39,6 +39,8 @@ _MARKER = re.compile(r"[ \t]*(?:[-*+>]|\d{1,9}[.)])[ \t]+")
 #: A recombination of known records or values is a plausible coincidence up to this many
 #: bits of surprise (one in 65,536).
 SURPRISE_BITS = 16
+#: Characters of text before a cut word from which a word it never used is telling.
+SPLIT_EVIDENCE = 200
 #: A line this short (visible characters) recurs in documents: a note, a label, a row.
 RECORD_VISIBLE = 48
 #: Whole lines up to this many, repeated, make a record a document may hold twice.
@@ -162,6 +164,20 @@ def completes_known_word(tail: str, text: str) -> bool:
     return _known_word(last.group() + start, window)
 
 
+def splits_word(tail: str, text: str) -> bool:
+    """Whether the tail ends in a part of a word the document never used, and ``text``
+    starts with another it never used, in lower case ("pe" and "ople."): a line break
+    between them would cut a word in two, where the document's own lines end in words."""
+    last = _LAST_WORD.search(tail)
+    start = _first_word(text)
+    if last is None or not start or not text[:1].islower() or not last.group().isalpha():
+        return False
+    window = tail[-PERIODIC_WINDOW : last.start()]
+    if len(window) < SPLIT_EVIDENCE or start == last.group():
+        return False  # too little text to know its words; or a word said again
+    return not _known_word(last.group(), window) and not _known_word(start, window)
+
+
 def completes_cut_word(tail: str, text: str) -> bool:
     """Whether the tail ends in a word the document never used whole and ``text`` goes on
     with it, making one the document uses ("pe" + "ople." is "people")."""
@@ -185,6 +201,23 @@ def _glues_unknown(tail: str, square: str, rest: str) -> bool:
         return False
     window = tail[-PERIODIC_WINDOW : last.start()]  # the cut word itself proves nothing
     return _known_word(once, window) and not _known_word(again, window)
+
+
+def glue_known(tail: str, best: str, rival: str) -> bool:
+    """Whether the cut word, run on into ``best``'s first word, makes a word the document
+    uses, where run on into ``rival``'s it makes one it never wrote ("70" + "8,11": "708",
+    against "70" + ",70": "70"). A reading that invents a word at the cut, against one
+    that keeps the document's vocabulary, is no reading a careful reader takes."""
+    last = _LAST_WORD.search(tail)
+    if last is None:
+        return False
+    glued = _first_word(rival)
+    one = last.group() + _first_word(best)
+    other = last.group() + glued
+    if not glued or one == other:
+        return False
+    window = tail[-PERIODIC_WINDOW : last.start()]
+    return _known_word(one, window) and not _known_word(other, window)
 
 
 def _doubles_cut_word(tail: str, square: str, rest: str) -> bool:

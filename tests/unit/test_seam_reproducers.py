@@ -530,6 +530,32 @@ CASES = [
         )
         for name, nl in (("lf", "\n"), ("crlf", "\r\n"))
     ),
+    # A table header again after the preamble, with other alignments: a new table of the
+    # same columns, or the old one's header re-sent? Never dropped as a repeat silently.
+    Case(
+        "markdown-table-header-with-other-alignments",
+        "markdown",
+        [
+            "# The package\n\n| A | B | C | D |\n|---|---:|---|---|\n| Nairobi | 19 | 1998 | 1998 |\n",
+            "Okay, continuing the document.\n\n| A | B | C | D |\n|:---|---:|:---:|:---:|\n"
+            "| Kraków | 40 | 19 | 40 |\n",
+        ],
+        (
+            "# The package\n\n| A | B | C | D |\n|---|---:|---|---|\n| Nairobi | 19 | 1998 | 1998 |\n"
+            "\n| A | B | C | D |\n|:---|---:|:---:|:---:|\n| Kraków | 40 | 19 | 40 |\n",
+        ),
+    ),
+    # A CRLF document, a preamble, a blank line, then a row: "yes" again is a new row, not a
+    # repeat of the cut row's last value that leaves ",disagree" as a row of its own.
+    Case(
+        "csv-crlf-row-after-a-blank-line",
+        "csv",
+        [
+            "```\nq1,q2\r\ndisagree,yes",
+            "Sure, here's the rest of the document:\n\r\nyes,disagree\r\nno,agree\r\n",
+        ],
+        ("q1,q2\r\ndisagree,yes\r\nyes,disagree\r\nno,agree\r\n",),
+    ),
 ]
 
 
@@ -832,6 +858,36 @@ CLEAR = [
             "Okay, continuing the document.\n\nThe bridge arrived fine and on time.\n",
         ],
         ("# Notes\n\nThe bridge arrived fine and on time.\n",),
+    ),
+    # "70" + "8,11" would glue a number the array never holds ("708"); the reply re-sends
+    # "8,11,72,70,70" from the middle of a number, and read so, every value is known.
+    Case(
+        "json-repeat-from-mid-number-in-a-small-vocabulary",
+        "json",
+        ['{"values":[19,19,68,19,72,68,11,72,70,70', "8,11,72,70,70,70,1998,68,72,11]}"],
+        ('{"values":[19,19,68,19,72,68,11,72,70,70,70,1998,68,72,11]}',),
+    ),
+    # "pe" and "ople." are no words of the document: the blank line after the preamble is
+    # the wrapper's, or it would cut "people" in two.
+    Case(
+        "markdown-blank-line-inside-a-cut-word",
+        "markdown",
+        [
+            "# Doc\n\nHere is what the chart survey found: See the package report for details. "
+            "Priya Wei kept the books for the river from 2001 to 2003. Note: the following "
+            "figures are preliminary.\n\n* Sure enough, the bookkeeper arrived late.\n"
+            "* Amara Wei moved to Nairobi in 2001.\n* Most of the kettles were sold by May.\n"
+            "* Founded in 19, the cooperative now employs 5489 pe",
+            "Sure! Here is the rest\n\nople.\n\n## Overview\n\nIt grew.\n",
+        ],
+        (
+            "# Doc\n\nHere is what the chart survey found: See the package report for details. "
+            "Priya Wei kept the books for the river from 2001 to 2003. Note: the following "
+            "figures are preliminary.\n\n* Sure enough, the bookkeeper arrived late.\n"
+            "* Amara Wei moved to Nairobi in 2001.\n* Most of the kettles were sold by May.\n"
+            "* Founded in 19, the cooperative now employs 5489 people.\n\n## Overview\n\n"
+            "It grew.\n",
+        ),
     ),
 ]
 
