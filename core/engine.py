@@ -238,8 +238,9 @@ def _failure(s: JobState, why: str, *, backoff: bool = False) -> tuple[JobState,
         return s, _fallback(s, f"{s.merge_failures} consecutive failures; the last: {why}")
     if s.iteration > cfg.max_attempts:
         return s, _fallback(s, f"max_attempts ({cfg.max_attempts}) used; the last reply: {why}")
-    messages = s.messages if backoff or s.scan is None else retry_messages(s.messages, why, s.tail)
-    return s, Retry(messages=messages, reason=why, backoff=backoff)
+    if not backoff and s.scan is not None:
+        s.messages = retry_messages(s.messages, why, s.tail)  # the next call says what failed
+    return s, Retry(messages=s.messages, reason=why, backoff=backoff)
 
 
 def _doubted(s: JobState, doubt: str) -> tuple[JobState, Decision]:
@@ -254,7 +255,8 @@ def _doubted(s: JobState, doubt: str) -> tuple[JobState, Decision]:
     s.metadata.warn(f"iteration {s.iteration}: asked again: {doubt}")
     if s.iteration > cfg.max_attempts:
         return s, _fallback(s, f"max_attempts ({cfg.max_attempts}) used; the last reply: {doubt}")
-    return s, Retry(messages=retry_messages(s.messages, doubt, s.tail), reason=doubt)
+    s.messages = retry_messages(s.messages, doubt, s.tail)  # the next call names the doubt
+    return s, Retry(messages=s.messages, reason=doubt)
 
 
 def _fallback(s: JobState, reason: str, appended: str = "") -> Fallback:

@@ -188,6 +188,8 @@ def continuation_messages(
 #: Characters of the cut quoted back in a retry: enough to place the cut, short enough that
 #: the model does not take the quote for text to repeat.
 RETRY_QUOTE_CHARS = 120
+#: How a retry's note to the model starts (``retry_messages``).
+RETRY_NOTE = "\n\nYour previous reply could not be used: "
 
 
 def retry_messages(messages: list[Message], problem: str, tail: str) -> list[Message]:
@@ -198,18 +200,22 @@ def retry_messages(messages: list[Message], problem: str, tail: str) -> list[Mes
     """
     quote = tail[-RETRY_QUOTE_CHARS:]
     note = (
-        f"\n\nYour previous reply could not be used: {problem}. "
+        f"{RETRY_NOTE}{problem}. "
         "This time, output only the continuation: no preamble, no code fence, no repeat. "
         "Start with the very next character after the end of this text:\n"
         f"<<<END\n{quote}\nEND>>>"
         if quote
-        else f"\n\nYour previous reply could not be used: {problem}. Output only the document."
+        else f"{RETRY_NOTE}{problem}. Output only the document."
     )
     out = list(messages)
     if out and out[-1].role == "user":
-        out[-1] = Message(role="user", content=out[-1].content + note)
-    else:
-        out.append(Message(role="user", content=note.strip()))
+        # One note at a time: a second retry replaces the first one's note.
+        asked = out[-1].content.split(RETRY_NOTE, 1)[0]
+        if asked.strip():
+            out[-1] = Message(role="user", content=asked + note)
+            return out
+        out.pop()
+    out.append(Message(role="user", content=note.strip()))
     return out
 
 

@@ -252,3 +252,38 @@ def test_a_model_call_longer_than_the_lease_keeps_it(
     assert second["skipped"] == "this iteration is running elsewhere"
     assert results[0]["commit"] == "committed" and rt.store.commits("long") == {0: 1}
     assert rt.leases.held() == []
+
+
+def test_a_retry_sends_the_model_another_request(redis_client: Redis, redis_prefix: str) -> None:
+    """A reply that cannot be merged is asked again, and what goes over the wire is not the
+    identical request (a deterministic model would fail the same way): the last user turn
+    says what went wrong and quotes the text to continue after."""
+    answers = ['{"items": [1, 2, 3, ', '"\\x: this is not a continuation ]]}', "4, 5]}"]
+    bodies: list[dict[str, object]] = []
+
+    def scripted(request: httpx.Request) -> httpx.Response:
+        bodies.append(json.loads(request.content))
+        text = answers[len(bodies) - 1]
+        choice = {
+            "index": 0,
+            "message": {"role": "assistant", "content": text},
+            "finish_reason": "stop" if text.endswith("}") and len(bodies) == 3 else "length",
+        }
+        usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+        return httpx.Response(200, json={"id": "x", "choices": [choice], "usage": usage})
+
+    profile = Profile(name="sim", kind="openai", base_url="http://sim/v1")
+    rt = make_runtime(redis_client, redis_prefix, SimModel(SimOptions(seed=1)))
+    rt.pool = ProviderPool(
+        {"sim": profile}, env={}, transports={"sim": httpx.MockTransport(scripted)}
+    )
+    submit(rt, "asked-again", "scripted")
+    queue: deque[tuple[str, int, float]] = deque([("asked-again", 0, 0.0)])
+    drain(rt, "asked-again", queue)
+    assert len(bodies) == 3
+    second, third = (b["messages"] for b in bodies[1:])
+    assert isinstance(second, list) and isinstance(third, list)
+    assert third != second
+    note = str(third[-1]["content"])[len(str(second[-1]["content"])) :]
+    assert "could not be used" in note and '{"items": [1, 2, 3, ' in note
+    assert rt.store.output("asked-again") == '{"items": [1, 2, 3, 4, 5]}'

@@ -332,6 +332,37 @@ def test_unmergeable_reply_retries_saying_what_went_wrong_and_appends_nothing() 
     assert after.merge_failures == 1
 
 
+def test_the_next_call_carries_one_retry_note_at_a_time() -> None:
+    """Runners call with ``state.messages``: after a failed merge that is the request plus
+    the note (what went wrong, the text to continue after); a second failure replaces the
+    note rather than stacking another; the next continuation carries none."""
+    cut = cut_after(DOC, '"name": "item 3')
+    state, d1 = advance(start(job(max_merge_failures=5)), reply(DOC[:cut]))
+    assert isinstance(d1, Continue) and state.messages == d1.messages
+    once, _ = advance(state, reply(GARBAGE))
+    assert once.messages != state.messages
+    assert once.messages[-1].content.count("could not be used") == 1
+    assert DOC[cut - 40 : cut] in once.messages[-1].content
+    twice, _ = advance(once, reply(GARBAGE))
+    assert twice.messages[-1].content.count("could not be used") == 1
+    assert twice.messages[-1].content.startswith(d1.messages[-1].content)
+    moved, d3 = advance(twice, reply(repeat_block(last_prompt(d1)) + DOC[cut : cut + 200]))
+    assert isinstance(d3, Continue)
+    assert "could not be used" not in moved.messages[-1].content
+
+
+def test_a_doubted_seam_asks_again_naming_the_doubt() -> None:
+    """An ambiguous seam (``[0,0,...`` then ``0,0,...``) is asked again, and the request
+    that goes out is not the identical one: it names the doubt and quotes the cut."""
+    spec = job(ambiguity_retries=2)
+    state, _ = advance(start(spec), reply("[0,0,0,0,0,0,0,0,"))
+    after, decision = advance(state, reply("0,0,0,0,0]", "stop"))
+    assert isinstance(decision, Retry), decision
+    assert after.messages != state.messages
+    note = after.messages[-1].content.split("could not be used", 1)[1]
+    assert "ambiguous" in note and "[0,0,0,0,0,0,0,0," in note
+
+
 def test_unparseable_first_reply_retries_the_original_conversation() -> None:
     """A first reply that is not JSON at all is a failure: retry the original prompt."""
     spec = job()

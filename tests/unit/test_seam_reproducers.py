@@ -536,12 +536,14 @@ CASES = [
         "markdown-table-header-with-other-alignments",
         "markdown",
         [
-            "# The package\n\n| A | B | C | D |\n|---|---:|---|---|\n| Nairobi | 19 | 1998 | 1998 |\n",
+            "# The package\n\n| A | B | C | D |\n|---|---:|---|---|\n"
+            "| Nairobi | 19 | 1998 | 1998 |\n",
             "Okay, continuing the document.\n\n| A | B | C | D |\n|:---|---:|:---:|:---:|\n"
             "| Kraków | 40 | 19 | 40 |\n",
         ],
         (
-            "# The package\n\n| A | B | C | D |\n|---|---:|---|---|\n| Nairobi | 19 | 1998 | 1998 |\n"
+            "# The package\n\n| A | B | C | D |\n|---|---:|---|---|\n"
+            "| Nairobi | 19 | 1998 | 1998 |\n"
             "\n| A | B | C | D |\n|:---|---:|:---:|:---:|\n| Kraków | 40 | 19 | 40 |\n",
         ),
     ),
