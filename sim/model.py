@@ -19,6 +19,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
+from core.prompts import RETRY_NOTE
 from sim import seam_chaos
 from sim.conversation import (
     ChatRequest,
@@ -191,7 +192,8 @@ class SimModel:
             end = seam_chaos.locate(text, repeat[0], repeat[1], path)
         else:
             end = None if repeat is None else locate(text, repeat[0], repeat[1])
-        if repeat is None or end is None or "restart" in chaos:
+        heeded = opts.heed_retry and end is not None and RETRY_NOTE in request.last_user
+        if repeat is None or end is None or ("restart" in chaos and not heeded):
             marker = (
                 "" if repeat is None or not opts.marker else marker_line(_percent(end or 0, text))
             )
@@ -203,7 +205,11 @@ class SimModel:
                 return marker + garbage(chaos.rng), "length"
             if "stall" in chaos:
                 return marker + repeat[0], "length"
-            if opts.seam_chaos and 0 < end < len(text) and "content_filter" not in chaos:
+            if heeded:  # told what went wrong: the text right after the cut, as asked
+                marker, repeated, start = "", 0, end
+                plain = chaos.fired - {"prose", "fence", "reindent"}
+                chaos = _Chaos(plain, chaos.rng, chaos.call_id)
+            elif opts.seam_chaos and 0 < end < len(text) and "content_filter" not in chaos:
                 seams = random.Random(f"seams:{chaos.call_id}")  # default draws unchanged
                 behaviour = seam_chaos.draw(opts, fmt, seams)
                 if behaviour is not None:
@@ -211,8 +217,9 @@ class SimModel:
                         text, end, behaviour, fmt=fmt, budget=limit, rng=seams
                     )
                     return marker + body, "stop" if ended else "length"
-            repeated = min(opts.overlap, end)
-            start = end - repeated
+            if not heeded:
+                repeated = min(opts.overlap, end)
+                start = end - repeated
         payload = text[start : start + limit]
         finish = "stop" if start + limit >= len(text) else "length"
         if "content_filter" in chaos:

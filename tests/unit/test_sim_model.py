@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from core.models import JobSpec, OutputFormat
-from core.prompts import continuation_messages
+from core.models import JobSpec, Message, OutputFormat
+from core.prompts import continuation_messages, retry_messages
 from sim.conversation import locate
 from sim.model import SimModel
 from sim.options import SimOptions
@@ -335,3 +335,37 @@ def test_bad_requests_get_400_in_openai_shape(body: Any, message: str) -> None:
     assert result.status == 400
     assert result.body["error"]["type"] == "invalid_request_error"
     assert message in result.body["error"]["message"]
+
+
+def retried(delivered: int, repeat: str, tail: str, model: str = "sim") -> Any:
+    """The continuation request again, with the engine's retry note (``retry_messages``)."""
+    body = next_request(delivered, repeat, model)
+    messages = [Message.model_validate(m) for m in body["messages"]]
+    note = retry_messages(messages, "the reply could not be merged", tail)
+    return _body([m.model_dump() for m in note], model)
+
+
+@pytest.mark.parametrize(
+    "spec", ["fence=1,prose=1", "restart=1", "seam_repeat=1,seam_prose_repeat=1"]
+)
+def test_a_retry_note_is_heeded_exactly_after_the_cut(spec: str) -> None:
+    """Told its last reply could not be used, the sim answers as a careful model does: the
+    text right after the cut, no marker, no wrapper, no repeat, no restart."""
+    sim = chaos(spec)
+    target = sim.target_for(PROMPT)
+    body = sim.respond(retried(1000, target[950:1000], target[:1000])).body
+    assert content(body) == target[1000:1400]
+
+
+def test_heed_retry_false_keeps_the_chaos_on_a_retry() -> None:
+    sim = chaos("restart=1,heed_retry=false")
+    target = sim.target_for(PROMPT)
+    _, payload = split(content(sim.respond(retried(1000, target[950:1000], target[:1000])).body))
+    assert payload == target[:400]
+
+
+def test_failures_still_fire_on_a_retry() -> None:
+    sim = chaos("malformed=1")
+    target = sim.target_for(PROMPT)
+    _, payload = split(content(sim.respond(retried(1000, target[950:1000], target[:1000])).body))
+    assert payload not in target
