@@ -1,6 +1,6 @@
 """The continuation engine: ``advance(state, response) -> (state, decision)``.
 
-One iteration is a pure step (seed 000's loop, SPEC 2): take one model reply, strip the
+One iteration is a pure step (``docs/engine.md``, "One iteration"): take one model reply, strip the
 progress marker, merge the fragment into the cut text, then decide:
 
 - the document is complete (JSON closed; a stop for the other formats) -> ``Finish``;
@@ -239,12 +239,15 @@ def _failure(s: JobState, why: str, *, backoff: bool = False) -> tuple[JobState,
     if s.iteration > cfg.max_attempts:
         return s, _fallback(s, f"max_attempts ({cfg.max_attempts}) used; the last reply: {why}")
     if not backoff and s.scan is not None:
-        s.messages = retry_messages(s.messages, why, s.tail)  # the next call says what failed
+        s.messages = retry_messages(
+            s.messages, why, s.tail, _quote_most(s)
+        )  # the next call says what failed
     return s, Retry(messages=s.messages, reason=why, backoff=backoff)
 
 
 def _doubted(s: JobState, doubt: str) -> tuple[JobState, Decision]:
-    """A reply that joins the document in two ways: ask again, saying so (SPEC 2.8).
+    """A reply that joins the document in two ways: ask again, saying so
+    (``docs/engine.md``, "Reading a seam").
 
     Nothing is appended. When the doubt persists after ``ambiguity_retries`` asks, the best
     reading is taken and the doubt stays in the warnings.
@@ -255,8 +258,16 @@ def _doubted(s: JobState, doubt: str) -> tuple[JobState, Decision]:
     s.metadata.warn(f"iteration {s.iteration}: asked again: {doubt}")
     if s.iteration > cfg.max_attempts:
         return s, _fallback(s, f"max_attempts ({cfg.max_attempts}) used; the last reply: {doubt}")
-    s.messages = retry_messages(s.messages, doubt, s.tail)  # the next call names the doubt
+    s.messages = retry_messages(
+        s.messages, doubt, s.tail, _quote_most(s)
+    )  # the next call names the doubt
     return s, Retry(messages=s.messages, reason=doubt)
+
+
+def _quote_most(s: JobState) -> int:
+    """The longest end of the text a retry asks to repeat: half a reply's output (at about
+    four characters a token), so that the repeat leaves room for new text."""
+    return max(1, 2 * s.spec.max_output_tokens)
 
 
 def _fallback(s: JobState, reason: str, appended: str = "") -> Fallback:

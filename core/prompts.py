@@ -1,4 +1,4 @@
-"""Continuation and repair prompts (seed 000 step 1, seed 003, seed 004).
+"""Continuation and repair prompts (``docs/engine.md``, "One iteration").
 
 The first request is the job's conversation after a system message that states the
 job's format (``opening_messages``): a model told nothing writes what the prompt suggests,
@@ -149,7 +149,8 @@ def json_window(scan: JsonScanner, tail: str) -> str:
 
 
 def json_prompt_context(scan: JsonScanner, tail: str, budget: int) -> str:
-    """The budgeted hierarchy context of seed 004 (the cut text if rendering fails)."""
+    """The budgeted hierarchy context (``docs/engine.md``, "JSON"); the cut text if
+    rendering fails."""
     window = json_window(scan, tail)
     try:
         return render_budgeted(window, budget)
@@ -185,25 +186,43 @@ def continuation_messages(
     return [*opening_messages(spec), Message(role="user", content="\n".join(lines))]
 
 
-#: Characters of the cut quoted back in a retry: enough to place the cut, short enough that
-#: the model does not take the quote for text to repeat.
+#: The shortest end of the delivered text a retry asks the model to repeat; longer when that
+#: end occurs earlier in the text too (periodic rows, zeros), so that the repeat anchors the
+#: cut where the document says the same thing many times.
 RETRY_QUOTE_CHARS = 120
 #: How a retry's note to the model starts (``retry_messages``).
 RETRY_NOTE = "\n\nYour previous reply could not be used: "
 
 
-def retry_messages(messages: list[Message], problem: str, tail: str) -> list[Message]:
-    """The same request, told what went wrong with the last reply (SPEC 2.8).
+def retry_anchor(tail: str, most: int) -> str:
+    """The shortest end of ``tail`` (``RETRY_QUOTE_CHARS`` at least, doubling) found
+    nowhere earlier in it, or its last ``most`` characters when no such end fits."""
+    most = max(1, min(most, len(tail)))
+    size = min(RETRY_QUOTE_CHARS, most)
+    while True:
+        quote = tail[-size:]
+        if size >= most or tail.find(quote) == len(tail) - size:
+            return quote
+        size = min(2 * size, most)
+
+
+def retry_messages(
+    messages: list[Message], problem: str, tail: str, most: int = 2000
+) -> list[Message]:
+    """The same request, told what went wrong with the last reply (docs/engine.md).
 
     A retry never resends the identical request: a deterministic model would fail the same
-    way again. The last user turn gets the problem and the exact text to continue after.
+    way again. The last user turn gets the problem and an end of the delivered text to
+    repeat exactly (``retry_anchor``, at most ``most`` characters), one that occurs nowhere
+    earlier in it: a reply that repeats it joins at one place only.
     """
-    quote = tail[-RETRY_QUOTE_CHARS:]
+    quote = retry_anchor(tail, most) if tail else ""
     note = (
         f"{RETRY_NOTE}{problem}. "
-        "This time, output only the continuation: no preamble, no code fence, no repeat. "
-        "Start with the very next character after the end of this text:\n"
-        f"<<<END\n{quote}\nEND>>>"
+        "This time write no preamble, no code fence and no remark. After the progress line, "
+        "repeat exactly the text between the REPEAT markers below (the end of what was "
+        "delivered), then continue right after its end:\n"
+        f"{REPEAT_OPEN}{quote}{REPEAT_CLOSE}"
         if quote
         else f"{RETRY_NOTE}{problem}. Output only the document."
     )

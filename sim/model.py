@@ -205,8 +205,9 @@ class SimModel:
                 return marker + garbage(chaos.rng), "length"
             if "stall" in chaos:
                 return marker + repeat[0], "length"
-            if heeded:  # told what went wrong: the text right after the cut, as asked
-                marker, repeated, start = "", 0, end
+            if heeded:  # told what went wrong: the quoted end again, then on, as asked
+                repeated = min(len(repeat[0]), end)
+                start = end - repeated
                 plain = chaos.fired - {"prose", "fence", "reindent"}
                 chaos = _Chaos(plain, chaos.rng, chaos.call_id)
             elif opts.seam_chaos and 0 < end < len(text) and "content_filter" not in chaos:

@@ -108,8 +108,9 @@ class SimOptions(BaseModel):
     overlap: Annotated[int, Field(ge=0, le=10_000_000)] = 200
     marker: bool = True
     #: A request saying the last reply could not be used (the engine's retry note) is
-    #: answered as a careful model would: exactly after the cut, nothing repeated or
-    #: wrapped. Chaos that fails a call (malformed, empty, errors) still applies.
+    #: answered as a careful model would: the quoted end repeated exactly, then the text
+    #: after the cut, nothing wrapped. Chaos that fails a call (malformed, empty, errors)
+    #: still applies.
     heed_retry: bool = True
     fence: Chance = 0.0
     prose: Chance = 0.0

@@ -103,7 +103,7 @@ def step(state: JobState, *replies: ProviderResponse) -> tuple[JobState, list[De
 
 # -- a model that follows the continuation prompt, and the job loop ---------------------
 
-_REPEAT = re.compile(re.escape(REPEAT_OPEN) + r"(.*)" + re.escape(REPEAT_CLOSE), re.S)
+_REPEAT = re.compile(re.escape(REPEAT_OPEN) + r"(.*?)" + re.escape(REPEAT_CLOSE), re.S)
 _DELIVERED = re.compile(r"Delivered so far: ([\d,]+) characters")
 
 
@@ -136,7 +136,8 @@ class FakeModel:
         self.prompts.append(prompt)
         if self.fail_every and self.calls % self.fail_every == 0:
             return self.failure
-        m = _REPEAT.search(prompt)
+        blocks = list(_REPEAT.finditer(prompt))  # a retry's note asks for the last one
+        m = blocks[-1] if blocks else None
         if m is None:
             pos, overlap = 0, ""
         else:

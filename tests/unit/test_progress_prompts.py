@@ -21,6 +21,7 @@ from core.prompts import (
     json_window,
     overlap_context,
     repair_messages,
+    retry_anchor,
 )
 
 # -- split_marker ------------------------------------------------------------------------
@@ -274,3 +275,25 @@ def test_repair_messages_feed_back_the_output_and_the_error() -> None:
         messages[3].content
     )
     assert "Output ONLY the corrected JSON" in messages[3].content
+
+
+@pytest.mark.parametrize(
+    ("tail", "most", "expected"),
+    [
+        # Unique already: the shortest end, 120 characters.
+        ("".join(f"word{i} " for i in range(100)), 2000, 120),
+        # Periodic: 0,0,0,... is unique only from the text before the run.
+        ("intro text here: " + "0," * 400, 2000, 817),
+        # Never unique within the cap: the cap.
+        ("0," * 2000, 300, 300),
+        # Shorter than the least quote: all of it.
+        ("[1, 2, ", 2000, 7),
+    ],
+)
+def test_a_retry_quotes_an_end_found_nowhere_earlier(tail: str, most: int, expected: int) -> None:
+    """The end a retry asks to repeat occurs once in the delivered text (so a reply that
+    repeats it joins at one place), doubling from 120 characters, at most ``most``."""
+    quote = retry_anchor(tail, most)
+    assert tail.endswith(quote) and len(quote) == expected
+    if expected < most and expected < len(tail):
+        assert tail.find(quote) == len(tail) - len(quote)
