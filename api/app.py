@@ -11,13 +11,11 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Annotated, Any
-from urllib.parse import quote
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, Body, FastAPI, Path, Query, Response, Security
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import ValidationError
-from redis import Redis
 
 from api.auth import AuthFirstRoute, BearerAuth, NoToken
 from api.docs_assets import DESCRIPTION, install_docs
@@ -55,16 +53,21 @@ from api.settings import ApiSettings, api_settings
 from core import JobSpec, JobState
 from core.ids import BATCH_ID_PATTERN, ID_PATTERN
 from workers.app import make_app
+from workers.broker import BrokerInspector
 from workers.calls import ProviderPool
+from workers.errors import SpecRefused
 from workers.producer import Producer
 from workers.providers.registry import load_profiles
 from workers.ratelimit import TokenBucket
 from workers.runtime import Runtime
-from workers.settings import Settings, is_amqp, url_problems
+from workers.settings import Settings, url_problems
 from workers.store import JobRecord, JobStatus, JobStore
-from workers.submit import Refused, submit_batch, submit_job
+from workers.submit import submit_batch, submit_job
 from workers.tracing import init_tracing, trace_app
 from workers.views import batch_view, job_view
+
+if TYPE_CHECKING:
+    from redis import Redis
 
 VERSION = "1"
 
@@ -94,48 +97,23 @@ def _responses(*codes: int) -> dict[int | str, dict[str, Any]]:
     return out
 
 
-def _redis_url_of(client: Redis) -> str:
-    """A URL for the Celery producer that reaches the server ``client`` talks to."""
-    kw = client.connection_pool.connection_kwargs
-    db = int(kw.get("db", 0) or 0)
-    if kw.get("path"):
-        return f"unix://{kw['path']}?db={db}"
-    user, password = kw.get("username"), kw.get("password")
-    auth = ""
-    if password:
-        auth = f"{quote(str(user or ''), safe='')}:{quote(str(password), safe='')}@"
-    host, port = kw.get("host", "localhost"), kw.get("port", 6379)
-    return f"redis://{auth}{host}:{port}/{db}"
-
-
-def _broker_of(settings: Settings, celery: Any) -> Any:
-    """What ``/metrics`` reads queue depths from when the broker is not the store's Redis:
-    the producer app on RabbitMQ, a client on another Redis; None: the store's Redis."""
-    if not settings.broker_url or settings.broker_url == settings.redis_url:
-        return None
-    if is_amqp(settings.broker_url):
-        return celery
-    return Redis.from_url(settings.broker_url, socket_connect_timeout=2.0, socket_timeout=10.0)
-
-
 class Service:
-    """What the routes use: the job store, the runtime that creates jobs, the producer."""
+    """What the routes use: the job store, the runtime that creates jobs, the producer
+    and the broker's inspector (``/metrics``)."""
 
     def __init__(
-        self, settings: ApiSettings, redis: Redis, celery: Any, *, owns_redis: bool
+        self, settings: ApiSettings, store: JobStore, celery: Any, *, owns_store: bool
     ) -> None:
         self.settings = settings
-        self.owns_redis = owns_redis
+        self.owns_store = owns_store
         self.celery = celery
-        self.store = JobStore(redis, prefix=settings.key_prefix, retention_s=settings.retention_s)
+        self.store = store
+        self.broker = BrokerInspector(celery, settings.broker_prefix)
         self.rt = Runtime(
-            settings,
-            self.store,
-            ProviderPool(load_profiles(os.environ)),
-            TokenBucket(redis, prefix=settings.key_prefix),
+            settings, self.store, ProviderPool(load_profiles(os.environ)), TokenBucket(store)
         )
         self.health = Health(
-            redis,
+            store,
             celery,
             cache_s=settings.api_health_cache_s,
             ping_timeout_s=settings.api_ping_timeout_s,
@@ -144,8 +122,9 @@ class Service:
     def close(self) -> None:
         """Release the producer's broker connections (and Redis, when the app owns it)."""
         self.celery.close()
-        if self.owns_redis:
-            self.store.redis.close()
+        self.broker.close()
+        if self.owns_store:
+            self.store.close()
 
     def enqueue(self, job_id: str, iteration: int, countdown: float, queue: str) -> None:
         """Send ``continuum.iterate`` on the broker as a worker does (with the request's
@@ -194,7 +173,7 @@ def _routes(svc: Service, auth: BearerAuth | None) -> APIRouter:
         and queues nothing; the same id with a different spec is refused (409)."""
         try:
             done = submit_job(svc.rt, spec, svc.enqueue)
-        except Refused as exc:
+        except SpecRefused as exc:
             where: list[str | int] = ["body", *exc.field]
             entry = {"loc": where, "msg": str(exc), "type": exc.code}
             raise ApiError(422, str(exc), code=exc.code, errors=[entry]) from None
@@ -458,17 +437,23 @@ def create_app(settings: Settings | None = None, *, redis: Redis | None = None) 
     token = s.api_token.get_secret_value() if s.api_token is not None else None
     if not token and not s.api_insecure_local:
         raise NoToken
-    owned = redis is None
-    if redis is None:
-        if not s.redis_url:
-            raise RuntimeError("REDIS_URL is not set: the status API needs Redis")
-        redis = Redis.from_url(
-            s.redis_url, socket_connect_timeout=2.0, socket_timeout=10.0, health_check_interval=30
+    if redis is not None:
+        store = JobStore(redis, prefix=s.key_prefix, retention_s=s.retention_s)
+    elif s.redis_url:
+        store = JobStore.from_url(
+            s.redis_url,
+            s.key_prefix,
+            retention_s=s.retention_s,
+            socket_connect_timeout=2.0,
+            socket_timeout=10.0,
+            health_check_interval=30,
         )
-    celery = make_app(s, broker_url=s.broker or _redis_url_of(redis))
+    else:
+        raise RuntimeError("REDIS_URL is not set: the status API needs Redis")
+    celery = make_app(s, broker_url=s.broker or store.server_url())
     # A producer only: no result backend, so sending a task subscribes to nothing.
     celery.conf.result_backend = "disabled"
-    svc = Service(s, redis, celery, owns_redis=owned)
+    svc = Service(s, store, celery, owns_store=redis is None)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -490,7 +475,7 @@ def create_app(settings: Settings | None = None, *, redis: Redis | None = None) 
     auth = BearerAuth(token) if token else None
     app.include_router(_routes(svc, auth))
     app.include_router(
-        metrics_router(redis, s, svc.rt.pool.profiles.values(), auth, _broker_of(s, celery))
+        metrics_router(svc.store, svc.broker, s, svc.rt.pool.profiles.values(), auth)
     )
 
     @app.get(

@@ -24,12 +24,13 @@ from fastapi.security import HTTPBearer
 from starlette.requests import HTTPConnection
 
 from api.errors import ApiError
+from core.errors import ContinuumError
 
 TOKEN_SETTING = "CONTINUUM_API_TOKEN"
 LOCAL_SETTING = "CONTINUUM_API_INSECURE_LOCAL"
 
 
-class NoToken(RuntimeError):
+class NoToken(ContinuumError, RuntimeError):
     """Raised when the API would serve ``/v1`` without a token and was not told that only
     this machine can reach it."""
 

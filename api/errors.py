@@ -23,6 +23,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match, Route
 from starlette.types import Send
 
+from core.errors import ContinuumError, describe
+
 CODES = {
     400: "bad_request",
     401: "unauthorized",
@@ -42,8 +44,9 @@ CODES = {
 RETRY_AFTER_S = 5
 
 
-class ApiError(Exception):
-    """An error response: ``status``, a code, a readable ``detail`` and extra fields."""
+class ApiError(ContinuumError):
+    """Raised when a route answers with an error: ``status``, a code, a readable
+    ``detail`` and extra fields (the tree: ``workers.errors``)."""
 
     def __init__(
         self,
@@ -195,7 +198,7 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
 
 
 async def _unavailable(_: Request, exc: Exception) -> JSONResponse:
-    detail = f"Redis is unreachable: {type(exc).__name__}: {exc}"
+    detail = f"Redis is unreachable: {describe(exc)}"
     return JSONResponse(
         error_body(503, detail),
         status_code=503,

@@ -8,13 +8,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from redis import Redis
 from redis.exceptions import RedisError
+
+from core.errors import describe
+from workers.store import JobStore
 
 
 @dataclass
 class Health:
-    redis: Redis
+    store: JobStore
     celery: Any
     cache_s: float = 5.0
     ping_timeout_s: float = 0.5
@@ -26,11 +28,11 @@ class Health:
         """(Redis is up, the report)."""
         started = time.perf_counter()
         try:
-            self.redis.ping()
+            self.store.ping()
         except RedisError as exc:
             report = {
                 "status": "down",
-                "redis": {"ok": False, "error": f"{type(exc).__name__}: {exc}"},
+                "redis": {"ok": False, "error": describe(exc)},
                 "workers": {"count": None, "names": [], "checked_at": None},
             }
             return False, report
@@ -68,7 +70,7 @@ class Health:
                 "count": None,
                 "names": [],
                 "checked_at": time.time(),
-                "error": f"{type(exc).__name__}: {exc}",
+                "error": describe(exc),
             }
         names = sorted(name for reply in replies for name in reply)
         return {"count": len(names), "names": names, "checked_at": time.time()}

@@ -12,9 +12,10 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from api.errors import send_error
+from core.errors import ContinuumError
 
 
-class BodyTooLarge(HTTPException):
+class BodyTooLarge(ContinuumError, HTTPException):
     """Raised when the body being read is over the limit; rendered as 413 by the API's
     handler of HTTP errors (``api.errors``), or here when it escapes them."""
 

@@ -6,7 +6,8 @@ import argparse
 import sys
 from typing import Any
 
-from cli.connect import NoRedis, connect
+from cli.connect import connect
+from workers.errors import NoRedis
 
 
 def register(commands: Any) -> None:

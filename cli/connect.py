@@ -2,9 +2,9 @@
 down: ``REDIS_URL``, else the embedded server (``./var/redis``) another ``continuum``
 process runs, else a new embedded one that this process owns and stops when it exits;
 and the broker, ``CONTINUUM_BROKER_URL`` (default: that Redis). The Redis URL may carry a
-password (the embedded server's always does): it goes into ``REDIS_URL`` for this
-process and its children (an environment is private to its user, unlike a command line)
-and is printed masked.
+password (the embedded server's always does): it travels in the settings, never in
+``os.environ`` (``continuum up`` gives it to its children in their own environment:
+``cli.stack``), and is printed masked.
 
 A URL no client can use (``amqp://`` as ``REDIS_URL``, ``sentinel://`` as the broker, no
 scheme at all) stops the command with one line naming the setting, never the URL, and
@@ -13,29 +13,16 @@ exit status 2: a configuration error, which a supervisor must not take for a cle
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
-from workers.embedded import EmbeddedRedisError, redact_url, resolve_redis_url
+from workers.embedded import redact_url, resolve_redis_url
+from workers.errors import BadUrl, EmbeddedRedisError, NoRedis
 
 if TYPE_CHECKING:
     from workers.settings import Settings
-
-
-class NoRedis(RuntimeError):
-    """No Redis to talk to, and none could be started; the message says why."""
-
-    #: The command's exit status.
-    code = 1
-
-
-class BadUrl(NoRedis):
-    """``REDIS_URL`` or ``CONTINUUM_BROKER_URL`` is no URL this deployment can use."""
-
-    code = 2
 
 
 def _checked(command: str, settings: Settings) -> Settings:
@@ -60,8 +47,6 @@ def connect(command: str, *, announce: bool = False) -> Iterator[Settings]:
         url, server = resolve_redis_url()
     except EmbeddedRedisError as exc:
         raise NoRedis(f"continuum {command}: {exc}") from None
-    os.environ["REDIS_URL"] = url  # for the children, and the code that reads it itself
-    get_settings.cache_clear()
     settings = _checked(command, get_settings().model_copy(update={"redis_url": url}))
     if server is not None and announce:
         print(

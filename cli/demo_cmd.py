@@ -78,7 +78,8 @@ def run_demo(args: argparse.Namespace) -> int:
     from rich.console import Console  # noqa: PLC0415
     from rich.table import Table  # noqa: PLC0415
 
-    from cli.stack import Stack, StackError, Supervisor  # noqa: PLC0415
+    from cli.stack import Stack, Supervisor  # noqa: PLC0415
+    from workers.errors import StackError  # noqa: PLC0415
 
     console = Console(stderr=False)
     root = Path.cwd()

@@ -16,7 +16,8 @@ import os
 import sys
 from typing import Any
 
-from cli.connect import NoRedis, connect
+from cli.connect import connect
+from workers.errors import NoRedis
 
 DEFAULT_ADDRESS = "127.0.0.1"
 DEFAULT_PORT = 5555

@@ -15,8 +15,9 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from cli.connect import NoRedis, connect
+from cli.connect import connect
 from core.ids import check_id
+from workers.errors import NoRedis
 
 
 def register(commands: Any) -> None:
@@ -62,15 +63,11 @@ def an_id(value: str) -> str:
 
 
 def _store(settings: Any) -> Any:
-    from redis import Redis  # noqa: PLC0415
-
     from workers.store import JobStore  # noqa: PLC0415
 
     assert settings.redis_url is not None
-    return JobStore(
-        Redis.from_url(settings.redis_url),
-        prefix=settings.key_prefix,
-        retention_s=settings.retention_s,
+    return JobStore.from_url(
+        settings.redis_url, settings.key_prefix, retention_s=settings.retention_s
     )
 
 
@@ -158,7 +155,8 @@ def run_status(args: argparse.Namespace) -> int:
 
 
 def run_result(args: argparse.Namespace) -> int:
-    from workers.store import JobStatus, OutputChanged  # noqa: PLC0415
+    from workers.errors import OutputChanged  # noqa: PLC0415
+    from workers.store import JobStatus  # noqa: PLC0415
 
     try:
         with connect("result") as settings:

@@ -137,7 +137,8 @@ def _progress(state: JobState, decision: Decision) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # Imported here: `continuum stitch` and `--help` need none of the HTTP stack.
-    from workers.calls import ProviderPool, UnknownProfile  # noqa: PLC0415
+    from workers.calls import ProviderPool  # noqa: PLC0415
+    from workers.errors import UnknownProfile  # noqa: PLC0415
     from workers.local import Outcome, run_job  # noqa: PLC0415
     from workers.providers.registry import SIM_SWITCH, load_profiles  # noqa: PLC0415
 

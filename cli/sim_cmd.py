@@ -1,4 +1,4 @@
-"""``continuum sim``: run the simulated OpenAI-compatible model (SPEC 6)."""
+"""``continuum sim``: run the simulated OpenAI-compatible model (``docs/sim.md``)."""
 
 from __future__ import annotations
 

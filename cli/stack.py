@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from workers.embedded import EmbeddedRedis, redact_url, resolve_redis_url
+from workers.errors import CrashLoop, StackError
 
 CONTINUUM = [sys.executable, "-m", "cli.main"]
 READY_TIMEOUT_S = 60.0
@@ -32,14 +33,6 @@ RESTART_BACKOFF_S = 0.5
 RESTART_BACKOFF_CAP_S = 8.0
 
 Say = Callable[[str], None]
-
-
-class StackError(RuntimeError):
-    """A component did not start; the message names it and quotes its log."""
-
-
-class CrashLoop(StackError):
-    """A component kept dying right after each restart; the message is one line."""
 
 
 @dataclass

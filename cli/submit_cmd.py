@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from cli.connect import NoRedis, connect
+from cli.connect import connect
 from cli.run_cmd import add_spec_options, build_spec
 from core.models import describe_errors as describe
+from workers.errors import NoRedis
 
 if TYPE_CHECKING:
     from workers.settings import Settings
@@ -99,9 +100,10 @@ def run(args: argparse.Namespace) -> int:
 def _submit(args: argparse.Namespace, spec: Any, settings: Settings) -> int:
     from core import JobSpec  # noqa: PLC0415
     from workers.app import make_app  # noqa: PLC0415
+    from workers.errors import SpecRefused  # noqa: PLC0415
     from workers.producer import Producer  # noqa: PLC0415
     from workers.runtime import build_runtime  # noqa: PLC0415
-    from workers.submit import Refused, submit_job  # noqa: PLC0415
+    from workers.submit import submit_job  # noqa: PLC0415
 
     assert settings.redis_url is not None
     try:
@@ -113,7 +115,7 @@ def _submit(args: argparse.Namespace, spec: Any, settings: Settings) -> int:
     try:
         try:
             done = submit_job(rt, spec, Producer(app).iteration)
-        except Refused as exc:
+        except SpecRefused as exc:
             return _usage(str(exc))
         if not done.created:
             record = rt.store.load(done.job_id)
@@ -165,7 +167,8 @@ def write_result(store: Any, record: Any, output: Path | None) -> int:
     """Write an ended job's result as ``continuum result`` does (a part at a time: the
     result is never whole in memory); its exit code."""
     from cli.jobs_cmd import write_parts  # noqa: PLC0415
-    from workers.store import JobStatus, OutputChanged  # noqa: PLC0415
+    from workers.errors import OutputChanged  # noqa: PLC0415
+    from workers.store import JobStatus  # noqa: PLC0415
 
     parts = store.iter_result(record)
     status = record.status

@@ -9,7 +9,8 @@ import sys
 import time
 from typing import Any
 
-from cli.stack import RESTART_LIMIT, RESTART_WINDOW_S, Stack, StackError, Supervisor
+from cli.stack import RESTART_LIMIT, RESTART_WINDOW_S, Stack, Supervisor
+from workers.errors import StackError
 
 
 def register(commands: Any) -> None:

@@ -10,8 +10,9 @@ import sys
 import threading
 from typing import Any
 
-from cli.connect import NoRedis, connect
+from cli.connect import connect
 from workers.embedded import redact_url
+from workers.errors import NoRedis
 
 POOLS = ("threads", "prefork", "solo")
 

@@ -1,4 +1,5 @@
-"""One interface over the four mergers, and ``auto`` detection (SPEC 2.1, 2.3).
+"""One interface over the four mergers, and ``auto`` detection
+(``docs/engine.md``, "JSON" and "CSV, Markdown, text").
 
 Each format keeps a small serialisable scan state (a dict) that travels with the job; the
 accumulated text itself never does. ``close`` says how to present what was accumulated

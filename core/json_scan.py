@@ -552,9 +552,3 @@ class JsonScanner:
             # An open value string is kept and closed; an incomplete escape is dropped.
             return self.length - len(self.carry), '"' + closers
         return top.safe, closers
-
-    def cut_at(self) -> int:
-        """Offset where the innermost incomplete member starts (the cut element)."""
-        if not self.frames:
-            return 0
-        return self.frames[-1].safe

@@ -1,4 +1,4 @@
-"""Merging truncated JSON fragments (SPEC 2.2, 2.8, seed 000).
+"""Merging truncated JSON fragments (``docs/engine.md``, "JSON" and "Reading a seam").
 
 The merge works against the *cut* text, never a closed one: the overlap a continuation
 repeats lives at the cut. The seam is read by ``core.seam`` like every format's: every
@@ -26,8 +26,6 @@ from core.squares import SURPRISE_BITS
 _FENCE_AT = re.compile(r"\s*(```|~~~)[^\n]*(?:\n\s*)?\Z")
 _NON_WS = re.compile(r"\S+")
 _JSONISH = re.compile(r"[\[{]|[\"'][^\n]{0,80}[\"']\s*:")
-#: Characters of the document's beginning that identify a restart.
-HEAD_CHARS = 256
 _RESTART_PROBE = 64
 
 

@@ -1,4 +1,5 @@
-"""What a model writes around a continuation that is not the document (SPEC 2.8).
+"""What a model writes around a continuation that is not the document
+(``docs/engine.md``, "What models emit at a seam").
 
 Chat models wrap a continuation: a line of prose ("Sure! Here is the rest:"), a code-fence
 opener, and at the end a closing fence and a sign-off ("Let me know if you need anything

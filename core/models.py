@@ -48,7 +48,8 @@ class OnFailure(StrEnum):
 
 
 class FinishReason(StrEnum):
-    """Why a model stopped, normalised across providers (SPEC 2.7)."""
+    """Why a model stopped, normalised across providers
+    (``docs/providers.md``, "Finish reasons")."""
 
     STOP = "stop"  # done
     LENGTH = "length"  # cut by the output limit: continue
@@ -80,7 +81,7 @@ def _positive(name: str, value: int) -> int:
 
 
 class ContinuationConfig(_Strict):
-    """How hard to try, and what to do when trying fails (SPEC 2.6)."""
+    """How hard to try, and what to do when trying fails (``docs/engine.md``, "One iteration")."""
 
     max_attempts: StrictInt = Field(
         default=10,
@@ -123,7 +124,7 @@ class ContinuationConfig(_Strict):
 
 
 class ValidationOptions(_Strict):
-    """Checks on the final JSON output (seed 001)."""
+    """Checks on the final JSON output (``docs/engine.md``, "Validation and repair")."""
 
     json_schema: dict[str, JsonValue] | None = Field(
         default=None,
@@ -158,7 +159,8 @@ class ValidationOptions(_Strict):
     @field_validator("json_schema", "item_schema", mode="before")
     @classmethod
     def _bounded_schema(cls, value: Any) -> Any:
-        check_schema_size(value)  # before pydantic walks a deep value (SPEC 10)
+        # Before pydantic walks a deep value (``docs/operations.md``, "Security").
+        check_schema_size(value)
         return value
 
     @field_validator("json_schema", "item_schema")
@@ -326,7 +328,7 @@ class Usage(_Strict):
 
 
 class ProviderResponse(_Strict):
-    """One model reply, whatever the provider (SPEC 2.7).
+    """One model reply, whatever the provider (``docs/providers.md``, "Finish reasons").
 
     ``finish_reason`` None means the provider gave none: the reply is malformed.
     ``response_id``: the id a stateful continuation chains from (Responses API); None when

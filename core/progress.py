@@ -1,4 +1,4 @@
-"""The model's own progress estimate, and stall detection (SPEC 2.4, seed 003).
+"""The model's own progress estimate, and stall detection (``docs/engine.md``, "One iteration").
 
 Each continuation prompt asks the model to put a marker line ``[[progress: NN%]]`` (the
 share of the whole document delivered before this reply) outside the payload. The prompt

@@ -1,4 +1,5 @@
-"""Validation of the final JSON, lenient items, and the repair loop (SPEC 2.5, seed 001).
+"""Validation of the final JSON, lenient items, and the repair loop
+(``docs/engine.md``, "Validation and repair").
 
 ``review(state, text)`` runs once the JSON is complete, on the whole output:
 

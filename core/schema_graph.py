@@ -1,4 +1,5 @@
-"""A JSON Schema as a validator walks it, and a bound on what that walk costs (SPEC 10).
+"""A JSON Schema as a validator walks it, and a bound on what that walk costs
+(``docs/operations.md``, "Security").
 
 ``SchemaGraph(schema)`` knows, for each subschema (named by its JSON pointer), the
 subschemas that apply to the same value (``allOf``, ``not``, ``$ref``, ...) and those that
@@ -25,6 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote
 
+from core.errors import SchemaCostError
+
 Pointer = tuple[str | int, ...]
 
 #: Keywords whose subschemas apply to the value itself.
@@ -38,10 +41,6 @@ _MEMBERS = ("additionalProperties", "unevaluatedProperties", "propertyNames")
 REF_KEYWORDS = ("$ref", "$dynamicRef", "$recursiveRef")
 #: Pointers the bound looks at, summed over every set of subschemas it follows.
 MAX_WORK = 200_000
-
-
-class SchemaCostError(ValueError):
-    """Raised when a schema's references do not resolve, loop, or cost too much."""
 
 
 def pointer_text(pointer: Pointer) -> str:

@@ -1,4 +1,4 @@
-"""User-supplied JSON Schemas, made safe to apply (SPEC 10).
+"""User-supplied JSON Schemas, made safe to apply (``docs/operations.md``, "Security").
 
 A job's ``validation.json_schema`` and ``item_schema`` come from whoever may submit a job,
 and a worker applies them to a reply it has paid for. So, at submission

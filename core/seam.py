@@ -1,4 +1,5 @@
-"""Reading a seam: how a continuation fragment joins what was received (SPEC 2.8).
+"""Reading a seam: how a continuation fragment joins what was received
+(``docs/engine.md``, "Reading a seam").
 
 A fragment can be read in several ways, and each way gives a different document:
 
@@ -60,7 +61,7 @@ from core.squares import (
 )
 
 #: Characters of the document's start kept in a scan, to recognise a fragment that restarts.
-HEAD_CHARS = 1024
+SCAN_HEAD_CHARS = 1024
 #: How much of the document's start a fragment must repeat to count as a restart.
 RESTART_MIN = 32
 #: Repeat lengths weighed per lead (longest first; periodic text offers hundreds).
@@ -638,8 +639,8 @@ def finish(reading: Reading, append: str, warnings: Iterable[str]) -> Merge:
 
 
 def grow_head(head: str, append: str) -> str:
-    """The document's first ``HEAD_CHARS`` characters, grown by an append (O(1))."""
-    return head if len(head) >= HEAD_CHARS else head + append[: HEAD_CHARS - len(head)]
+    """The document's first ``SCAN_HEAD_CHARS`` characters, grown by an append (O(1))."""
+    return head if len(head) >= SCAN_HEAD_CHARS else head + append[: SCAN_HEAD_CHARS - len(head)]
 
 
 def start_reading(

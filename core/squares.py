@@ -1,4 +1,4 @@
-"""When is a repeat proof? The *square* a seam would leave (SPEC 2.8).
+"""When is a repeat proof? The *square* a seam would leave (``docs/engine.md``, "Reading a seam").
 
 Reading a fragment that starts with the tail's last characters ``x`` as an exact
 continuation means the document holds ``x x``. Whether it plausibly can decides whether

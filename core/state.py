@@ -1,4 +1,4 @@
-"""What travels between iterations, and what the engine decides (SPEC 2.6).
+"""What travels between iterations, and what the engine decides (``docs/engine.md``, "The state").
 
 ``JobState`` is versioned and JSON-serialisable, and its size does not grow with the
 output: the accumulated text lives elsewhere (appended per iteration) and the state keeps
@@ -20,6 +20,8 @@ STATE_VERSION: Final = 1
 #: Characters of the accumulated text kept in the state: enough to find any overlap a
 #: reply can repeat (a reply is at most a few tens of thousands of characters).
 TAIL_CHARS = 65536
+#: Characters of the document's start kept in the state (``JobState.head``): what a
+#: stitcher compares a fragment with to recognise a restart.
 HEAD_CHARS = 256
 MAX_WARNINGS = 200
 #: Entries kept in each per-iteration list of the metadata (the most recent ones), so a
@@ -49,7 +51,8 @@ class Served(BaseModel):
 
 
 class ProviderSwitch(BaseModel):
-    """A fallback from one provider profile to the next (SPEC 3)."""
+    """A fallback from one provider profile to the next
+    (``docs/providers.md``, "Errors, retries, fallbacks")."""
 
     iteration: int = Field(description="The iteration it happened at.")
     from_profile: str = Field(description="The profile left.")
@@ -58,7 +61,7 @@ class ProviderSwitch(BaseModel):
 
 
 class ContinuationMetadata(BaseModel):
-    """Carried on every result (SPEC 2.6, seed 002).
+    """Carried on every result (``docs/engine.md``, "The state").
 
     Totals count every iteration. The per-iteration lists (``chunk_sizes``,
     ``finish_reasons``, ``served_by``...) keep the last ``MAX_ITERATION_RECORDS`` entries;

@@ -30,6 +30,7 @@ from typing import Any
 from celery import Celery
 from celery.signals import celeryd_init, task_failure, task_internal_error, task_prerun
 
+from workers.deadletter import record_to
 from workers.observability import init_sentry, tag_task
 from workers.runtime import Runtime, build_runtime
 from workers.settings import Settings, get_settings, is_amqp
@@ -129,8 +130,10 @@ def __getattr__(name: str) -> Any:
 
 
 def _start_worker(sender: Any = None, instance: Any = None, **_: Any) -> None:
-    settings = getattr(getattr(instance, "app", None), "settings", None)
-    init_sentry(settings if isinstance(settings, Settings) else get_settings())
+    found = getattr(getattr(instance, "app", None), "settings", None)
+    settings = found if isinstance(found, Settings) else get_settings()
+    init_sentry(settings)
+    record_to(settings)  # the messages this worker cannot take (``workers.deadletter``)
     init_tracing("continuum-worker")
     # Worker-only (the API imports this module too); a prefork pool forks after this.
     from workers.consumer import on_task_failure, on_task_internal_error  # noqa: PLC0415

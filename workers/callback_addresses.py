@@ -15,7 +15,8 @@ checked as the IPv4 address it reaches.
 ``*.internal``) and networks (``10.1.0.0/16``, ``127.0.0.1``, ``::1``) a callback may
 reach even though they are not public.
 
-Errors: ``Refused`` (never retried) and ``Unresolved`` (the name did not resolve; retried).
+Errors (``workers.errors``): ``AddressRefused`` (never retried) and ``Unresolved`` (the
+name did not resolve; retried).
 """
 
 from __future__ import annotations
@@ -29,20 +30,14 @@ from typing import Final
 
 import httpx
 
+from workers.errors import AddressRefused, Unresolved
+
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 #: ``resolve(host, port)``: the addresses a host name stands for, as strings.
 Resolver = Callable[[str, int], Sequence[str]]
 
 SETTING: Final = "CONTINUUM_CALLBACK_ALLOW"
-
-
-class Refused(ValueError):
-    """Raised when a callback URL is not one this worker may call (never retried)."""
-
-
-class Unresolved(OSError):
-    """Raised when a callback's host name does not resolve (retried: DNS may recover)."""
 
 
 def _nets(*pairs: tuple[str, str]) -> tuple[tuple[IPNetwork, str], ...]:
@@ -228,19 +223,21 @@ def resolve(host: str, port: int) -> list[str]:
 
 
 def check(url: str, allow: AllowList, resolver: Resolver = resolve) -> Target:
-    """The checked ``Target`` of a callback ``url``: ``Refused`` when its scheme is not
+    """The checked ``Target`` of a callback ``url``: ``AddressRefused`` when its scheme is not
     http(s) or any address its host resolves to is neither public nor allow-listed;
     ``Unresolved`` when the host does not resolve."""
     shown = origin(url)
     try:
         parsed = httpx.URL(url)
     except (httpx.InvalidURL, TypeError, ValueError):
-        raise Refused("the callback URL is not a valid URL") from None
+        raise AddressRefused("the callback URL is not a valid URL") from None
     if parsed.scheme not in {"http", "https"} or not parsed.raw_host:
-        raise Refused(f"callback to {shown} refused: only http(s) URLs with a host are called")
+        raise AddressRefused(
+            f"callback to {shown} refused: only http(s) URLs with a host are called"
+        )
     host = parsed.raw_host.decode("ascii", "replace")
     if not host_name_or_ip(host):
-        raise Refused("the callback URL's host is neither a DNS name nor an IP address")
+        raise AddressRefused("the callback URL's host is neither a DNS name nor an IP address")
     port = parsed.port or (443 if parsed.scheme == "https" else 80)
     addresses = [ipaddress.ip_address(a) for a in resolver(host, port)]
     if not addresses:
@@ -251,7 +248,7 @@ def check(url: str, allow: AllowList, resolver: Resolver = resolve) -> Target:
             if reason is not None and not allow.holds(ip):
                 inner = reached(ip)
                 named = f"{ip} (IPv4 {inner})" if inner != ip else str(ip)
-                raise Refused(
+                raise AddressRefused(
                     f"callback to {shown} refused: {named} is {reason}"
                     f" (an operator may allow it with {SETTING})"
                 )
@@ -262,9 +259,7 @@ __all__ = [
     "FORBIDDEN",
     "SETTING",
     "AllowList",
-    "Refused",
     "Target",
-    "Unresolved",
     "check",
     "forbidden",
     "host_name_or_ip",

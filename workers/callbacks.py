@@ -58,13 +58,12 @@ import httpx
 
 from workers.callback_addresses import (
     AllowList,
-    Refused,
     Resolver,
-    Unresolved,
     check,
     origin,
     resolve,
 )
+from workers.errors import AddressRefused, CallbackError, CallbackRefused, Unresolved
 from workers.settings import Settings
 from workers.store import TERMINAL, JobRecord, JobStore
 from workers.views import job_view
@@ -88,16 +87,6 @@ SIGNATURE_HEADER = "X-Continuum-Signature"
 ATTEMPT_HEADER = "X-Continuum-Attempt"
 
 
-class CallbackError(RuntimeError):
-    """Raised when the receiver did not take the callback (an error status, or no answer);
-    the delivery is retried."""
-
-
-class CallbackRefused(Refused):
-    """Raised when a callback must not be sent at all (a forbidden address, a redirect);
-    the delivery is never retried."""
-
-
 def callback_url(record: JobRecord) -> str | None:
     try:
         url = json.loads(record.spec).get("callback_url")
@@ -110,19 +99,10 @@ def allow_list(settings: Settings) -> AllowList:
     return AllowList.parse(settings.callback_allow)
 
 
-#: ``HSETNX`` into a job that still exists (an expired one is not recreated).
-_CLAIM = """
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  return redis.call('HSETNX', KEYS[1], 'callback_sent', '1')
-end
-return 0
-"""
-
-
 def claim(store: JobStore, job_id: str) -> bool:
     """True for the first caller only: that one sends the callback task (the watchdog
     sends it again if it is lost)."""
-    return bool(store.redis.eval(_CLAIM, 1, store.keys.job(job_id)))
+    return store.claim_callback_send(job_id)
 
 
 #: A result longer than this (bytes of output) is not put in the callback's body: the body
@@ -199,7 +179,7 @@ def deliver(
     shown = origin(url)
     try:
         target = check(url, allow, resolver)
-    except Refused as exc:
+    except AddressRefused as exc:
         raise CallbackRefused(str(exc)) from None
     except Unresolved as exc:
         raise CallbackError(f"POST to {shown}: {exc}") from None
@@ -258,26 +238,16 @@ class Attempt:
     number: int = 0
 
 
-#: A job that ended before the outbox existed (an upgrade: its callback ``pending`` or
-#: ``retrying``, with no event id) is put in the outbox by the first attempt that finds it.
-_ADOPT = """
-if redis.call('EXISTS', KEYS[1]) == 0 or redis.call('HEXISTS', KEYS[1], 'callback_event') == 1 then
-  return 0
-end
-redis.call('HSET', KEYS[1], 'callback_event', ARGV[2])
-redis.call('ZADD', KEYS[2], 'NX', ARGV[3], ARGV[1] .. ':' .. ARGV[2])
-return 1
-"""
-
-
 def _adopt(store: JobStore, job_id: str) -> bool:
+    """Put a job that ended before the outbox existed (an upgrade: its callback
+    ``pending`` or ``retrying``, with no event id) in the outbox; the first attempt that
+    finds it does (``JobStore.adopt_callback``)."""
     record = store.load(job_id)
     if record is None or callback_url(record) is None or record.status not in TERMINAL:
         return False
     if not (record.callback or "").startswith(("pending", "retrying")):
         return False
-    keys = (store.keys.job(job_id), store.keys.outbox)
-    return bool(store.redis.eval(_ADOPT, 2, *keys, job_id, uuid.uuid4().hex, time.time()))
+    return store.adopt_callback(job_id)
 
 
 _NOT_CLAIMED = {

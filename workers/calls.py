@@ -20,21 +20,17 @@ import httpx
 from core.models import FinishReason, ProviderResponse
 from core.policy import Defer
 from core.state import JobState, ProviderSwitch
-from workers.providers.base import (
-    CallRequest,
+from workers.errors import (
     FatalError,
     PrefillUnsupported,
     PreviousResponseNotFound,
-    Provider,
     ProviderError,
+    UnknownProfile,
 )
+from workers.providers.base import CallRequest, Provider
 from workers.providers.profiles import Profile
 from workers.providers.registry import NO_PROVIDER, default_providers, make_provider
 from workers.providers.retry import call_with_retries
-
-
-class UnknownProfile(ValueError):
-    """Raised when a job names a provider profile that is not configured."""
 
 
 class ProviderPool:

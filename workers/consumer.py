@@ -22,7 +22,9 @@ from celery.utils.objects import Bunch
 from celery.worker.consumer import Consumer as CeleryConsumer
 from kombu.exceptions import ContentDisallowed
 
+from core.errors import describe
 from workers.deadletter import DeadLetter, Kind, dead_letter
+from workers.errors import InvalidMessage
 from workers.observability import scrub
 
 __all__ = ["Consumer", "on_task_failure", "on_task_internal_error"]
@@ -99,7 +101,7 @@ class Consumer(CeleryConsumer):  # type: ignore[misc]  # Celery is untyped
         signals.task_unknown.send(sender=self, message=message, exc=exc, name=name, id=task_id)
 
     def on_invalid_task(self, body: Any, message: Any, exc: BaseException) -> None:
-        reason = f"{type(exc).__name__}: {exc}"
+        reason = describe(exc)
         dead_letter(_letter(message, _kind_of(exc), reason))
         self._reject(message)
         signals.task_rejected.send(sender=self, message=message, exc=exc)
@@ -138,8 +140,6 @@ def on_task_failure(
     **_: Any,
 ) -> None:
     """``task_failure``: a message whose arguments the task contract refused."""
-    from workers.tasks import InvalidMessage  # noqa: PLC0415  (tasks import this app)
-
     if not isinstance(exception, InvalidMessage):
         return
     name = getattr(sender, "name", None)
@@ -165,7 +165,7 @@ def on_task_internal_error(
     """``task_internal_error``: Celery could not run the task at all (e.g. its keyword
     arguments are not a mapping); the message is acknowledged as failed."""
     name = getattr(sender, "name", None)
-    reason = f"{type(exception).__name__}: {exception}"
+    reason = describe(exception)
     letter = DeadLetter(
         Kind.INVALID_ARGUMENTS, reason, _arguments(args, kwargs), _queue(sender), name, task_id
     )

@@ -13,7 +13,9 @@ An entry: ``at`` (Unix time), ``kind`` (a :class:`Kind`), ``reason``, ``queue``,
 queue item that is not JSON) and ``raw``, the start of what was
 received (at most ``RAW_MAX_CHARS``) with URL queries and passwords and API keys masked.
 The log line says the same without ``raw``. Read the record with ``LRANGE``, or
-:meth:`DeadLetterBox.recent`.
+:meth:`DeadLetterBox.recent`. A worker records to the store of the settings its app was
+built from (``record_to``, called when the worker starts: ``workers.app``); a process
+that never called it only logs.
 
 Masking runs on the worker's consumer loop, on text anyone who can write to the broker
 chooses: it looks only at the start of each field (what is kept and a margin, so that a
@@ -24,21 +26,17 @@ millisecond per field, whatever its size).
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import reprlib
 import time
 from dataclasses import dataclass
 from enum import StrEnum
-from functools import lru_cache
 from typing import Any, Final
 
-from redis import Redis
-
-from workers.keys import Keys
 from workers.providers.redact import MASK, redact
-from workers.settings import get_settings
+from workers.settings import Settings
+from workers.store import JobStore
 
 __all__ = [
     "MAX_ENTRIES",
@@ -48,6 +46,7 @@ __all__ = [
     "Kind",
     "dead_letter",
     "entry",
+    "record_to",
 ]
 
 log = logging.getLogger("continuum.deadletter")
@@ -164,32 +163,36 @@ def entry(letter: DeadLetter, now: float) -> dict[str, Any]:
 
 
 class DeadLetterBox:
-    """The bounded list of dead letters under a key prefix."""
+    """The bounded list of dead letters in a job store (``Keys.dead_letters``)."""
 
-    def __init__(self, client: Redis, keys: Keys, max_entries: int = MAX_ENTRIES) -> None:
-        self.client = client
-        self.key = keys.dead_letters
+    def __init__(self, store: JobStore, max_entries: int = MAX_ENTRIES) -> None:
+        self.store = store
         self.max_entries = max_entries
 
     def put(self, record: dict[str, Any]) -> None:
-        pipe = self.client.pipeline(transaction=True)
-        pipe.lpush(self.key, json.dumps(record, separators=(",", ":")))
-        pipe.ltrim(self.key, 0, self.max_entries - 1)
-        pipe.execute()
+        self.store.put_dead_letter(record, self.max_entries)
 
     def recent(self, count: int = 100) -> list[dict[str, Any]]:
         """The latest ``count`` entries, newest first."""
-        raw = self.client.lrange(self.key, 0, max(0, count - 1))
-        return [json.loads(item) for item in raw]
+        return self.store.dead_letters(count)
 
 
-@lru_cache(maxsize=1)
-def _box() -> DeadLetterBox | None:
-    settings = get_settings()
+#: Where ``dead_letter`` records (None: it only logs), set by ``record_to``.
+_box: DeadLetterBox | None = None
+
+
+def record_to(settings: Settings) -> None:
+    """Record this process's dead letters in the store of ``settings`` (nowhere when it
+    has no Redis URL). The worker's entry point calls it: the transport and the consumer
+    that dead-letter are built by kombu and Celery, which pass no settings to them."""
+    global _box  # noqa: PLW0603  (see the docstring)
     if not settings.redis_url:
-        return None
-    client = Redis.from_url(settings.redis_url, socket_connect_timeout=5, socket_timeout=5)
-    return DeadLetterBox(client, Keys(settings.key_prefix))
+        _box = None
+        return
+    store = JobStore.from_url(
+        settings.redis_url, settings.key_prefix, socket_connect_timeout=5, socket_timeout=5
+    )
+    _box = DeadLetterBox(store)
 
 
 def dead_letter(letter: DeadLetter) -> None:
@@ -206,8 +209,7 @@ def dead_letter(letter: DeadLetter) -> None:
             record["id"],
             record["size"],
         )
-        box = _box()
-        if box is not None:
-            box.put(record)
+        if _box is not None:
+            _box.put(record)
     except Exception:
         log.exception("could not record a dead-lettered broker message")

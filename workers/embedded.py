@@ -45,7 +45,6 @@ from redis.retry import Retry
 
 from workers.embedded_config import (
     CONFIG_NAME,
-    UnsafePasswordFile,
     embedded_url,
     ensure_password,
     read_password,
@@ -53,6 +52,7 @@ from workers.embedded_config import (
     render_config,
     write_private,
 )
+from workers.errors import DataDirInUse, EmbeddedRedisError, UnsafePasswordFile
 
 __all__ = [
     "DataDirInUse",
@@ -75,14 +75,6 @@ _STANDARD_PORTS = frozenset({6379, 6380, 16379, 26379})
 _PORT_ATTEMPTS = 3
 #: The umask ``redis-server`` runs with: what it writes, only its owner reads.
 SERVER_UMASK = 0o077
-
-
-class EmbeddedRedisError(RuntimeError):
-    """The embedded server could not be started (or its data directory is in use)."""
-
-
-class DataDirInUse(EmbeddedRedisError):
-    """Another embedded server holds the data directory."""
 
 
 def redis_server_binary() -> Path:

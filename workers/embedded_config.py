@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import quote, urlsplit, urlunsplit
 
+from workers.errors import UnsafePasswordFile
+
 __all__ = [
     "CONFIG_NAME",
     "DISABLED_COMMANDS",
@@ -66,11 +68,6 @@ DISABLED_COMMANDS = (
     "pfselftest",
 )
 _PASSWORD_BYTES = 32
-
-
-class UnsafePasswordFile(RuntimeError):
-    """Raised when the password file exists but others may read or replace it, or it is
-    no regular file of this user's."""
 
 
 def write_private(path: Path, text: str) -> None:

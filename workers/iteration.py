@@ -43,10 +43,11 @@ from core import JobState, advance
 from core.policy import MAX_CRASHES, MAX_DEFERRALS, Call, Defer, Step, crash_delay, settle
 from core.state import OutputRef
 from workers.callbacks import callback_url, claim
-from workers.calls import UnknownProfile, call_model
+from workers.calls import call_model
+from workers.errors import StagingLost, UnknownProfile
 from workers.observability import tag_iteration
 from workers.runtime import Runtime
-from workers.store import TERMINAL, CommitResult, JobRecord, JobStatus, StagingLost
+from workers.store import TERMINAL, CommitResult, JobRecord, JobStatus
 
 __all__ = [
     "MAX_CRASHES",

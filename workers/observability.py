@@ -31,7 +31,7 @@ from celery.utils.saferepr import saferepr
 from celery.worker.request import Request
 from sentry_sdk.integrations.celery import CeleryIntegration
 
-from core.ids import ID_PATTERN
+from core.ids import is_id
 from workers.callback_addresses import origin
 from workers.providers.redact import redact
 from workers.settings import Settings
@@ -59,8 +59,6 @@ TEXT_KEYS: Final = frozenset(
 URL_PART_KEYS: Final = frozenset({"http.query", "http.fragment", "query_string"})
 #: Loggers that print every request's URL (with its query) at INFO.
 HTTP_LOGGERS: Final = ("httpx", "httpcore")
-# The ids the task contract accepts (``core.ids``): safe to show.
-_ID = re.compile(ID_PATTERN)
 _URL = re.compile(r"https?://[^\s'\"<>]+", re.IGNORECASE)
 
 
@@ -119,7 +117,7 @@ def scrub(value: Any, names: Iterable[str] = ()) -> Any:
             elif isinstance(key, str) and key.lower() in TEXT_KEYS and _is_text(item):
                 out[key] = FILTERED
                 job_id = item.get("job_id") if isinstance(item, Mapping) else None
-                if "job_id" not in value and isinstance(job_id, str) and _ID.fullmatch(job_id):
+                if "job_id" not in value and is_id(job_id):
                     out["job_id"] = redact(job_id, names=names)
             else:
                 out[key] = scrub(item, names)
@@ -198,7 +196,7 @@ def tag_task(kwargs: Mapping[str, Any] | None) -> None:
     }
     scope = sentry_sdk.get_isolation_scope()
     for tag, value in candidates.items():
-        if isinstance(value, str) and _ID.fullmatch(value):
+        if is_id(value):  # the ids the task contract accepts (``core.ids``): safe to show
             scope.set_tag(tag, value)
     iteration = kwargs.get("iteration")
     if isinstance(iteration, int) and not isinstance(iteration, bool):

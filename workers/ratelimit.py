@@ -1,9 +1,10 @@
 """A per-provider rate limit shared by every worker: a token bucket in Redis.
 
 One bucket per profile (``{prefix}bucket:{profile}``), a hash updated by one Lua script
-(``workers/lua/bucket.lua``), so every worker of every host draws from the same tokens and
-a take is atomic. The clock is Redis's own (``TIME`` inside the script), never a worker's,
-so skewed hosts cannot over-grant. The bucket holds up to ``burst`` tokens and refills at
+(``workers/lua/bucket.lua``, run by the job store: ``JobStore.take_tokens``), so every
+worker of every host draws from the same tokens and a take is atomic. The clock is
+Redis's own (``TIME`` inside the script), never a worker's, so skewed hosts cannot
+over-grant. The bucket holds up to ``burst`` tokens and refills at
 ``rate_per_s``; a bucket never used, or idle long enough to expire, is full.
 
 ``take`` never sleeps: it returns how long to wait when no token is free, and takes
@@ -14,22 +15,15 @@ iteration with that countdown - so a rate-limited call does not hold a worker sl
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
-from redis import Redis
-
-from workers.keys import DEFAULT_PREFIX, Keys
-
-_LUA = Path(__file__).with_name("lua")
+from workers.store import JobStore
 
 
 class TokenBucket:
-    """Shared token buckets, one per profile name."""
+    """Shared token buckets, one per profile name, in ``store``."""
 
-    def __init__(self, redis: Redis, prefix: str = DEFAULT_PREFIX) -> None:
-        self.redis = redis
-        self.keys = Keys(prefix)
-        self._take = redis.register_script((_LUA / "bucket.lua").read_text())
+    def __init__(self, store: JobStore) -> None:
+        self.store = store
 
     def take(self, profile: str, rate_per_s: float, burst: int = 1, cost: int = 1) -> float:
         """Take ``cost`` tokens from ``profile``'s bucket (``burst`` tokens at most, refilled
@@ -45,7 +39,4 @@ class TokenBucket:
             raise ValueError(f"burst must be an integer >= 1, got {burst!r}")
         if isinstance(cost, bool) or not isinstance(cost, int) or not 1 <= cost <= burst:
             raise ValueError(f"cost must be an integer from 1 to burst ({burst}), got {cost!r}")
-        wait_ms = self._take(
-            keys=[self.keys.bucket(profile)], args=[repr(float(rate_per_s)), burst, cost]
-        )
-        return int(wait_ms) / 1000.0
+        return self.store.take_tokens(profile, rate_per_s, burst, cost) / 1000.0

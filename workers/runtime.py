@@ -7,8 +7,6 @@ import os
 from dataclasses import dataclass
 from functools import cached_property
 
-from redis import Redis
-
 from core import JobState
 from workers.calls import ProviderPool
 from workers.leases import LeaseRenewer
@@ -55,15 +53,10 @@ class Runtime:
 
 
 def build_runtime(settings: Settings, redis_url: str) -> Runtime:
-    client = Redis.from_url(redis_url)
-    return Runtime(
-        settings,
-        JobStore(
-            client,
-            prefix=settings.key_prefix,
-            retention_s=settings.retention_s,
-            output_chunk_bytes=settings.output_chunk_bytes,
-        ),
-        ProviderPool(load_profiles(os.environ)),
-        TokenBucket(client, prefix=settings.key_prefix),
+    store = JobStore.from_url(
+        redis_url,
+        settings.key_prefix,
+        retention_s=settings.retention_s,
+        output_chunk_bytes=settings.output_chunk_bytes,
     )
+    return Runtime(settings, store, ProviderPool(load_profiles(os.environ)), TokenBucket(store))

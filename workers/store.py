@@ -27,13 +27,18 @@ from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
+from urllib.parse import quote
 
 from redis import Redis
 from redis.commands.core import Script
 from redis.exceptions import RedisError
 
+from workers.errors import OutputChanged, StagingLost
 from workers.keys import DEFAULT_PREFIX, Keys
+
+if TYPE_CHECKING:
+    from workers.store_metrics import StoreMetrics
 
 _LUA = Path(__file__).with_name("lua")
 
@@ -100,17 +105,6 @@ def _to_stage(text: str) -> bytes | None:
         return None
     data = text.encode()
     return data if len(data) > STAGE_BYTES else None
-
-
-class StagingLost(RuntimeError):
-    """Raised when the parts a large commit staged are not as it wrote them: they expired
-    (``STAGING_TTL_S`` passed between two of its writes) or a part was sent twice (a
-    command retried after its reply was lost). Nothing was committed."""
-
-
-class OutputChanged(RuntimeError):
-    """Raised when a job's output is replaced (a repair) or deleted (its job expired) while
-    it is read: what was read is not a part of it any more."""
 
 
 class JobStatus(StrEnum):
@@ -264,7 +258,8 @@ def _time(value: str | None) -> float | None:
 
 
 class JobStore:
-    """All of Continuum's Redis reads and writes."""
+    """All of Continuum's Redis reads and writes (with the readers it owns: the metrics,
+    ``workers.store_metrics``)."""
 
     def __init__(
         self,
@@ -289,6 +284,55 @@ class JobStore:
         self._fail = redis.register_script(_script("fail"))
         self._attempt = redis.register_script(_script("attempt"))
         self._touch = redis.register_script(_script("touch"))
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        prefix: str = DEFAULT_PREFIX,
+        *,
+        retention_s: float = DEFAULT_RETENTION_S,
+        output_chunk_bytes: int = DEFAULT_OUTPUT_CHUNK_BYTES,
+        **client: Any,
+    ) -> JobStore:
+        """A store on a new client of ``url`` (``client``: redis-py's options, e.g.
+        ``socket_timeout``); nothing is connected until the first command."""
+        return cls(
+            Redis.from_url(url, **client),
+            prefix,
+            retention_s=retention_s,
+            output_chunk_bytes=output_chunk_bytes,
+        )
+
+    # -- the connection ----------------------------------------------------------------
+    def ping(self) -> None:
+        """Raise ``RedisError`` unless Redis answers."""
+        self.redis.ping()
+
+    def close(self) -> None:
+        """Release the client's connections."""
+        self.redis.close()
+
+    def server_url(self) -> str:
+        """A URL that reaches the server this store talks to (its password included: keep
+        it out of logs), for a client built elsewhere (a Celery producer)."""
+        kw = self.redis.connection_pool.connection_kwargs
+        db = int(kw.get("db", 0) or 0)
+        if kw.get("path"):
+            return f"unix://{kw['path']}?db={db}"
+        user, password = kw.get("username"), kw.get("password")
+        auth = ""
+        if password:
+            auth = f"{quote(str(user or ''), safe='')}:{quote(str(password), safe='')}@"
+        host, port = kw.get("host", "localhost"), kw.get("port", 6379)
+        return f"redis://{auth}{host}:{port}/{db}"
+
+    @cached_property
+    def metrics(self) -> StoreMetrics:
+        """What ``GET /metrics`` reads: the jobs held, the counters, the backlogs."""
+        from workers.store_metrics import StoreMetrics  # noqa: PLC0415  (it imports this module)
+
+        return StoreMetrics(self.redis, self.keys)
 
     def _retain(
         self, job_id: str, now: float, retention_s: float | None, *, batch: bool = True
@@ -503,9 +547,6 @@ class JobStore:
         )
         return int(code) == 1
 
-    def set_running(self, job_id: str) -> None:
-        self.redis.hset(self.keys.job(job_id), mapping={"status": JobStatus.RUNNING.value})
-
     def final_output(self, record: JobRecord) -> str | None:
         """The result of an ended job (its output with the closing suffix), else None; in
         memory: stream a large one (``iter_result``)."""
@@ -703,6 +744,10 @@ class JobStore:
     def postpone(self, job_id: str, deadline: float) -> None:
         self.redis.zadd(self.keys.active, {job_id: deadline}, xx=True)
 
+    def deactivate(self, job_id: str) -> None:
+        """Stop watching the job (it ended, or is gone): the watchdog never sends it again."""
+        self.redis.zrem(self.keys.active, job_id)
+
     # -- attempts: the crash budget and the kept step ------------------------------------
     # Fields of the job hash (they expire with it): ``attempt_iteration`` and ``attempts``
     # (attempts at that iteration that took the lease and did not end cleanly),
@@ -817,6 +862,29 @@ class JobStore:
         )
         return bool(settled)
 
+    @cached_property
+    def _callback_sent(self) -> Script:
+        return self.redis.register_script(_script("callback_sent"))
+
+    @cached_property
+    def _adopt_callback(self) -> Script:
+        return self.redis.register_script(_script("outbox_adopt"))
+
+    def claim_callback_send(self, job_id: str) -> bool:
+        """True for the first caller only, while the job exists (``callback_sent.lua``):
+        that one sends the callback task."""
+        return bool(self._callback_sent(keys=[self.keys.job(job_id)]))
+
+    def adopt_callback(self, job_id: str) -> bool:
+        """Put the job in the outbox, due now, with a new event id, unless it is gone or has
+        an event already (``outbox_adopt.lua``: a job that ended before the outbox
+        existed). True when it was adopted now."""
+        adopted = self._adopt_callback(
+            keys=[self.keys.job(job_id), self.keys.outbox],
+            args=[job_id, uuid.uuid4().hex, time.time()],
+        )
+        return bool(adopted)
+
     def callback_event(self, job_id: str) -> str | None:
         """The id of the event the job's callback reports (stable across attempts)."""
         return _text(self.redis.hget(self.keys.job(job_id), "callback_event"))
@@ -841,6 +909,29 @@ class JobStore:
 
     def outbox_drop(self, job_id: str, event: str) -> None:
         self.redis.zrem(self.keys.outbox, _entry(job_id, event))
+
+    # -- rate limits (``workers.ratelimit``) and dead letters (``workers.deadletter``) -----
+    @cached_property
+    def _take(self) -> Script:
+        return self.redis.register_script(_script("bucket"))
+
+    def take_tokens(self, profile: str, rate_per_s: float, burst: int, cost: int) -> int:
+        """Take ``cost`` tokens from ``profile``'s bucket on Redis's clock (``bucket.lua``):
+        0, or the milliseconds until they are available (nothing taken then)."""
+        args: list[str | int] = [repr(float(rate_per_s)), burst, cost]
+        return int(self._take(keys=[self.keys.bucket(profile)], args=args))
+
+    def put_dead_letter(self, record: dict[str, Any], most: int) -> None:
+        """Add ``record`` to the dead letters, newest first, keeping the ``most`` latest."""
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.lpush(self.keys.dead_letters, json.dumps(record, separators=(",", ":")))
+        pipe.ltrim(self.keys.dead_letters, 0, most - 1)
+        pipe.execute()
+
+    def dead_letters(self, count: int = 100) -> list[dict[str, Any]]:
+        """The latest ``count`` dead letters, newest first."""
+        raw = self.redis.lrange(self.keys.dead_letters, 0, max(0, count - 1))
+        return [json.loads(item) for item in cast(list[bytes], raw)]
 
 
 def _entry(job_id: str, event: str) -> str:

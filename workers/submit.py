@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from core import JobSpec, start
 from core.ids import is_id
 from core.models import describe_errors
+from workers.errors import OverLimit, SpecRefused, UnconfiguredProfile
 from workers.runtime import Runtime
 from workers.settings import Settings
 
@@ -41,28 +42,6 @@ class Submitted:
     job_id: str
     created: bool
     error: str | None = None
-
-
-class Refused(ValueError):
-    """A valid spec this deployment will not run; ``code`` names why for the API, and
-    ``field`` the part of the spec it is about."""
-
-    code = "refused"
-    field: tuple[str, ...] = ()
-
-
-class OverLimit(Refused):
-    """A spec asks for more than the operator allows (``Settings.limit_*``)."""
-
-    code = "over_limit"
-
-
-class UnknownProfile(Refused):
-    """A spec names a provider profile this deployment does not configure: refused at
-    submission, not at its first iteration."""
-
-    code = "unknown_profile"
-    field = ("providers",)
 
 
 def unknown_profiles(spec: JobSpec, known: Collection[str]) -> str | None:
@@ -103,7 +82,7 @@ def new_id() -> str:
 def submit_job(
     rt: Runtime, spec: JobSpec, enqueue: Enqueue, *, batch: str | None = None
 ) -> Submitted:
-    """Create the job (unless its id exists) and enqueue its iteration 0; ``Refused``
+    """Create the job (unless its id exists) and enqueue its iteration 0; ``SpecRefused``
     (nothing created) when the spec asks for more than the operator allows or names a
     provider profile that is not configured."""
     problem = over_limits(spec, rt.settings)
@@ -111,7 +90,7 @@ def submit_job(
         raise OverLimit(problem)
     problem = unknown_profiles(spec, rt.pool.profiles)
     if problem is not None:
-        raise UnknownProfile(problem)
+        raise UnconfiguredProfile(problem)
     job_id = spec.job_id or new_id()
     state = start(spec)
     created = rt.store.create(
@@ -165,7 +144,7 @@ def submit_batch(
             spec = spec.model_copy(update={"job_id": f"{batch_id}.{index}"})
         try:
             out.append(submit_job(rt, spec, enqueue, batch=batch_id))
-        except Refused as exc:
+        except SpecRefused as exc:
             job_id = spec.job_id or f"{batch_id}.{index}"
             out.append(record_invalid(rt, job_id, raw, str(exc), batch=batch_id))
     return batch_id, out

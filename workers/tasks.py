@@ -33,12 +33,12 @@ from core import JobSpec
 from core.ids import BATCH_ID_PATTERN, ID_PATTERN, MAX_BATCH_JOBS, is_id
 from core.models import describe_errors
 from workers import callbacks
+from workers.errors import InvalidMessage, SpecRefused
 from workers.iteration import JobFailed, run_iteration
 from workers.observability import QuietRequest
 from workers.producer import ITERATE, Producer
 from workers.runtime import Runtime
 from workers.submit import (
-    Refused,
     iterate_options,
     new_id,
     record_invalid,
@@ -47,10 +47,6 @@ from workers.submit import (
 )
 
 log = logging.getLogger("continuum.tasks")
-
-
-class InvalidMessage(ValueError):
-    """A task message that cannot be validated; the task fails (visibly) and is acked."""
 
 
 class GenerateArgs(BaseModel):
@@ -102,7 +98,7 @@ def generate(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
         raise InvalidMessage(f"invalid job{f' {job_id}' if job_id else ''}: {parsed}")
     try:
         done = submit_job(rt, parsed.spec, Producer(self.app).iteration, batch=parsed.batch)
-    except Refused as exc:
+    except SpecRefused as exc:
         job_id = parsed.spec.job_id or new_id()
         record_invalid(rt, job_id, kwargs.get("spec"), str(exc), batch=parsed.batch)
         raise InvalidMessage(f"invalid job {job_id}: {exc}") from None

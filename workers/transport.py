@@ -31,6 +31,7 @@ from typing import Any, Final
 from kombu.transport import redis as kombu_redis
 from kombu.utils.json import loads
 
+from core.errors import describe
 from workers.deadletter import DeadLetter, Kind, dead_letter
 
 #: A kombu delivery tag is a UUID: anything much longer is not one.
@@ -148,7 +149,7 @@ class Channel(kombu_redis.Channel):
         except self.connection_errors:
             raise
         except Exception as exc:  # ValueError, RecursionError, AttributeError (object_hook)...
-            reason = f"not a JSON message: {type(exc).__name__}: {exc}"
+            reason = f"not a JSON message: {describe(exc)}"
             dead_letter(DeadLetter(Kind.NOT_JSON, reason, raw=item, queue=queue))
             return _REFUSED
 
@@ -193,7 +194,7 @@ class Channel(kombu_redis.Channel):
         except self.connection_errors:
             raise
         except Exception as exc:  # pragma: no cover - Redis sends well-formed replies
-            reason = f"a broadcast the worker could not read: {type(exc).__name__}: {exc}"
+            reason = f"a broadcast the worker could not read: {describe(exc)}"
             dead_letter(DeadLetter(Kind.UNHANDLED, reason, raw=repr(response)))
             return None
         if channel[:1] == "/":
@@ -225,7 +226,7 @@ class Transport(kombu_redis.Transport):
         except self.connection_errors:
             raise
         except Exception as exc:
-            reason = f"the worker could not take it: {type(exc).__name__}: {exc}"
+            reason = f"the worker could not take it: {describe(exc)}"
             dead_letter(DeadLetter(Kind.UNHANDLED, reason, _raw(message), queue, task, message_id))
             self._settle(message["properties"]["delivery_tag"])
 

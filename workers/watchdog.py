@@ -39,7 +39,7 @@ def sweep(rt: Runtime, enqueue: Enqueue, *, now: float | None = None) -> list[st
     for job_id in store.overdue(now):
         record = store.load(job_id)
         if record is None or record.status in TERMINAL:
-            store.redis.zrem(store.keys.active, job_id)
+            store.deactivate(job_id)
             continue
         store.postpone(job_id, now + rt.settings.queue_grace_s)
         queue = rt.queue_for(JobState.model_validate_json(record.state))

@@ -26,6 +26,7 @@ from sim.app import create_app
 from sim.model import SimOptions
 from workers.deadletter import RAW_MAX_CHARS, DeadLetterBox, entry
 from workers.keys import Keys
+from workers.store import JobStore
 
 pytestmark = [pytest.mark.security, pytest.mark.slow]
 
@@ -111,7 +112,7 @@ BAD: dict[str, tuple[bytes | str, str]] = {
 
 
 def dead_letters(redis_client: Redis, prefix: str) -> list[dict[str, Any]]:
-    return DeadLetterBox(redis_client, Keys(prefix)).recent(10_000)
+    return DeadLetterBox(JobStore(redis_client, prefix)).recent(10_000)
 
 
 def owner(record: dict[str, Any]) -> str | None:
@@ -225,7 +226,7 @@ def test_the_record_is_bounded_and_masks_secrets(redis_client: Redis, redis_pref
     with URL queries and passwords masked."""
     from workers.deadletter import DeadLetter, Kind  # noqa: PLC0415
 
-    box = DeadLetterBox(redis_client, Keys(redis_prefix), max_entries=3)
+    box = DeadLetterBox(JobStore(redis_client, redis_prefix), max_entries=3)
     for i in range(5):
         raw = f"#{i} {HOOK} redis://:pw-{PLANTED}@10.0.0.1:6390/0 " + "y" * 10_000
         box.put(entry(DeadLetter(Kind.NOT_JSON, f"reason {i}", raw=raw), now=float(i)))

@@ -18,7 +18,8 @@ import httpx
 import pytest
 from test_cli_stack import CONTINUUM, free_port, fresh_env, processes_in
 
-from cli.stack import Component, CrashLoop, Stack, Supervisor
+from cli.stack import Component, Stack, Supervisor
+from workers.errors import CrashLoop
 
 
 def crashing(tmp_path: Path, lines: list[str]) -> tuple[Stack, Component]:

@@ -56,9 +56,8 @@ class Stepper:
         profile = Profile(name="sim", kind="openai", base_url="http://sim/v1")
         pool = ProviderPool({"sim": profile}, env={}, transports={"sim": make_transport(model=sim)})
         settings = make_settings("redis://unused", prefix)
-        self.rt = Runtime(
-            settings, JobStore(client, prefix=prefix), pool, TokenBucket(client, prefix=prefix)
-        )
+        store = JobStore(client, prefix=prefix)
+        self.rt = Runtime(settings, store, pool, TokenBucket(store))
         self.next: dict[str, int] = {}
 
     def step(self, job_id: str) -> dict[str, Any]:

@@ -96,9 +96,8 @@ def runner(client: Redis, prefix: str) -> Callable[[str], None]:
         load_profiles(os.environ), transports={"sim": make_transport(model=SimModel(SimOptions()))}
     )
     settings = make_settings("redis://unused", prefix)
-    rt = Runtime(
-        settings, JobStore(client, prefix=prefix), pool, TokenBucket(client, prefix=prefix)
-    )
+    store = JobStore(client, prefix=prefix)
+    rt = Runtime(settings, store, pool, TokenBucket(store))
 
     def run(job_id: str) -> None:
         sent = [0]

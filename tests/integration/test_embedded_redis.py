@@ -17,12 +17,8 @@ import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from workers.embedded import (
-    EmbeddedRedis,
-    EmbeddedRedisError,
-    resolve_redis_url,
-    running_url,
-)
+from workers.embedded import EmbeddedRedis, resolve_redis_url, running_url
+from workers.errors import EmbeddedRedisError
 
 
 def alive(pid: int) -> bool:

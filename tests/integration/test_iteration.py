@@ -32,9 +32,8 @@ def make_runtime(client: Redis, prefix: str, sim: SimModel, **profile: object) -
     )
     pool = ProviderPool({"sim": sim_profile}, env={}, transports={"sim": make_transport(model=sim)})
     settings = Settings(lease_ttl_s=5, queue_grace_s=5)  # type: ignore[call-arg]
-    return Runtime(
-        settings, JobStore(client, prefix=prefix), pool, TokenBucket(client, prefix=prefix)
-    )
+    store = JobStore(client, prefix=prefix)
+    return Runtime(settings, store, pool, TokenBucket(store))
 
 
 def submit(rt: Runtime, job_id: str, model: str, fmt: str = "json") -> None:

@@ -14,9 +14,10 @@ from redis import Redis
 
 import workers.store as store_module
 from workers.embedded import EmbeddedRedis
+from workers.errors import StagingLost
 from workers.iteration import refused_for_now
 from workers.keys import Keys
-from workers.store import CommitResult, JobStatus, JobStore, StagingLost
+from workers.store import CommitResult, JobStatus, JobStore
 
 CHUNK = 4096
 #: About 3 MB of 1- to 4-byte characters, so part and chunk edges fall inside them.

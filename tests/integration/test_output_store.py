@@ -16,7 +16,8 @@ from redis import Redis
 import workers.store as store_module
 from workers import callbacks
 from workers.embedded import EmbeddedRedis
-from workers.store import JobStatus, JobStore, OutputChanged
+from workers.errors import OutputChanged
+from workers.store import JobStatus, JobStore
 
 CHUNK = 64
 #: Texts with 2-, 3- and 4-byte characters, so chunk edges fall inside them.

@@ -10,10 +10,11 @@ import pytest
 from redis import Redis
 
 from workers.ratelimit import TokenBucket
+from workers.store import JobStore
 
 
 def bucket_for(client: Redis, prefix: str) -> TokenBucket:
-    return TokenBucket(client, prefix=prefix)
+    return TokenBucket(JobStore(client, prefix=prefix))
 
 
 def test_a_fresh_bucket_grants_its_burst_then_asks_to_wait(
@@ -55,9 +56,9 @@ def test_profiles_are_independent(redis_client: Redis, redis_prefix: str) -> Non
 def test_the_bucket_expires_when_idle(redis_client: Redis, redis_prefix: str) -> None:
     bucket = bucket_for(redis_client, redis_prefix)
     bucket.take("p", 4.0, burst=2)
-    ttl_ms = redis_client.pttl(bucket.keys.bucket("p"))
+    ttl_ms = redis_client.pttl(bucket.store.keys.bucket("p"))
     assert 1500 < ttl_ms <= 2000  # 2 x burst / rate + 1 s
-    fields = redis_client.hgetall(bucket.keys.bucket("p"))
+    fields = redis_client.hgetall(bucket.store.keys.bucket("p"))
     assert set(fields) == {b"tokens", b"ts"}
     assert float(fields[b"tokens"]) == pytest.approx(1.0, abs=0.05)
 

@@ -26,8 +26,9 @@ from pydantic import ValidationError
 
 from core import JobSpec
 from core.models import describe_errors
-from workers.callback_addresses import AllowList, Refused, Unresolved, check, forbidden, origin
-from workers.callbacks import CallbackError, CallbackRefused, deliver
+from workers.callback_addresses import AllowList, check, forbidden, origin
+from workers.callbacks import deliver
+from workers.errors import AddressRefused, CallbackError, CallbackRefused, Unresolved
 from workers.observability import HTTP_LOGGERS, hide_urls, quiet_http_logs, scrub
 from workers.settings import Settings
 
@@ -185,7 +186,7 @@ def test_a_host_that_is_no_dns_name_or_ip_is_refused_before_any_lookup(url: str)
     def resolver(host: str, port: int) -> Sequence[str]:
         raise AssertionError(f"looked up {host}")
 
-    with pytest.raises(Refused) as refused:
+    with pytest.raises(AddressRefused) as refused:
         check(url, AllowList.parse("*.example, 0.0.0.0/0"), resolver)
     assert str(refused.value) == "the callback URL's host is neither a DNS name nor an IP address"
     with pytest.raises(CallbackRefused) as not_sent:
@@ -299,7 +300,7 @@ def test_forbidden_names_every_non_public_address_class(address: str, reason: st
 )
 def test_check_refuses_a_forbidden_address_in_any_spelling(url: str, address: str) -> None:
     """The real resolver turns every spelling into the address it means; that is checked."""
-    with pytest.raises(Refused) as refused:
+    with pytest.raises(AddressRefused) as refused:
         check(f"{url}?token={TOKEN}", NOTHING)
     message = str(refused.value)
     assert f"{address} is " in message or f"{address}) is " in message, message
@@ -312,7 +313,7 @@ def test_check_refuses_a_forbidden_address_in_any_spelling(url: str, address: st
     ["ftp://example.com/x", "file:///etc/passwd", "gopher://127.0.0.1:6379/", "http://0177.0.0.1/"],
 )
 def test_check_refuses_what_is_not_an_http_url(url: str) -> None:
-    with pytest.raises(Refused):
+    with pytest.raises(AddressRefused):
         check(url, NOTHING, lambda host, port: ["8.8.8.8"])
 
 
@@ -335,7 +336,7 @@ def test_every_address_a_name_resolves_to_is_checked() -> None:
     round-robin answer), whichever comes first."""
     for answer in (["93.184.215.14", "10.0.0.5"], ["10.0.0.5", "93.184.215.14"]):
         dns = FakeDNS({"rebind.example": answer})
-        with pytest.raises(Refused, match=r"10\.0\.0\.5 is a private address"):
+        with pytest.raises(AddressRefused, match=r"10\.0\.0\.5 is a private address"):
             check("https://rebind.example/hook", NOTHING, dns)
 
 
@@ -395,7 +396,7 @@ def test_the_allow_list_admits_what_it_names_and_nothing_else(
         target = check(url, AllowList.parse(allow), dns)
         assert target.address == ipaddress.ip_address(answer[0])
     else:
-        with pytest.raises(Refused):
+        with pytest.raises(AddressRefused):
             check(url, AllowList.parse(allow), dns)
 
 

@@ -41,8 +41,9 @@ from core.policy import (
     provider_wait,
     settle,
 )
+from workers.errors import ProviderError, TransientError
 from workers.local import run_calls
-from workers.providers.base import CallRequest, ProviderError, TransientError
+from workers.providers.base import CallRequest
 from workers.providers.profiles import Profile
 from workers.providers.retry import call_with_retries
 

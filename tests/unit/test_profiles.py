@@ -9,16 +9,16 @@ import httpx
 import pytest
 
 from core.models import FinishReason, Message
+from workers.errors import ProfileConfigError, TransientError
 from workers.providers import __all__ as public
 from workers.providers.anthropic import AnthropicProvider
-from workers.providers.base import CallRequest, TransientError
+from workers.providers.base import CallRequest
 from workers.providers.openai_chat import OpenAIChatProvider
 from workers.providers.openai_responses import OpenAIResponsesProvider
 from workers.providers.redact import redact
 from workers.providers.registry import (
     SIM_IN_PROCESS_URL,
     SIM_SWITCH,
-    ProfileConfigError,
     default_providers,
     load_profiles,
     make_provider,

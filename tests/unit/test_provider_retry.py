@@ -10,14 +10,8 @@ from datetime import UTC, datetime
 import pytest
 
 from core.models import FinishReason, Message, ProviderResponse
-from workers.providers.base import (
-    CallRequest,
-    FatalError,
-    PrefillUnsupported,
-    ProviderError,
-    TransientError,
-    parse_retry_after,
-)
+from workers.errors import FatalError, PrefillUnsupported, ProviderError, TransientError
+from workers.providers.base import CallRequest, parse_retry_after
 from workers.providers.profiles import Profile
 from workers.providers.retry import backoff_delay, call_with_retries
 

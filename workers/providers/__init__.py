@@ -4,24 +4,18 @@
 ``call_with_retries`` retries its transient errors with backoff.
 """
 
-from workers.providers.base import (
-    CallRequest,
+from workers.errors import (
     FatalError,
     PrefillUnsupported,
     PreviousResponseNotFound,
-    Provider,
+    ProfileConfigError,
     ProviderError,
     TransientError,
-    uses_prefill,
 )
+from workers.providers.base import CallRequest, Provider, uses_prefill
 from workers.providers.profiles import Profile
 from workers.providers.redact import redact
-from workers.providers.registry import (
-    ProfileConfigError,
-    default_providers,
-    load_profiles,
-    make_provider,
-)
+from workers.providers.registry import default_providers, load_profiles, make_provider
 from workers.providers.retry import backoff_delay, call_with_retries
 
 __all__ = [

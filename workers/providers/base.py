@@ -19,53 +19,20 @@ wrong shape, is fatal (a wrong ``base_url`` answers the same way every time). A 
 the right shape without a finish reason is no error either: ``finish_reason`` None.
 
 A reply the provider cut, filtered or left incomplete is not an error: it is a
-``ProviderResponse`` whose ``finish_reason`` says so (SPEC 2.7).
+``ProviderResponse`` whose ``finish_reason`` says so (``docs/providers.md``, "Finish reasons").
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Protocol
 
 from core.models import Message, ProviderResponse
 from workers.providers.profiles import Profile
-from workers.providers.redact import redact
-
-
-class ProviderError(Exception):
-    """Raised when a model call did not produce a reply."""
-
-    def __init__(self, message: str, *, status: int | None = None) -> None:
-        # Whoever raises it, the message is scrubbed of the process's secrets.
-        super().__init__(redact(message))
-        self.status = status
-
-
-class TransientError(ProviderError):
-    """Raised when the call may succeed later (rate limit, server error, timeout)."""
-
-    def __init__(
-        self, message: str, *, status: int | None = None, retry_after: float | None = None
-    ) -> None:
-        super().__init__(message, status=status)
-        self.retry_after = retry_after
-
-
-class FatalError(ProviderError):
-    """Raised when calling again with the same request cannot help."""
-
-
-class PrefillUnsupported(FatalError):
-    """Raised when the model refuses an assistant prefill; call again without one."""
-
-
-class PreviousResponseNotFound(FatalError):
-    """Raised when the provider no longer holds ``previous_response_id``; call again
-    without it, with the whole conversation."""
 
 
 @dataclass(frozen=True)
@@ -77,7 +44,7 @@ class CallRequest:
     generated text`` as the reply's text, so the merge sees an ordinary repeat.
     ``previous_response_id``: the last reply's id, for stateful continuation
     (``openai-responses``): the adapter then sends only the last user message; the
-    other adapters ignore it. ``extra`` is not sent by the HTTP adapters (yet).
+    other adapters ignore it.
     """
 
     messages: list[Message]
@@ -85,7 +52,6 @@ class CallRequest:
     model: str | None = None
     prefill: str | None = None
     previous_response_id: str | None = None
-    extra: dict[str, str] = field(default_factory=dict)
 
 
 class Provider(Protocol):

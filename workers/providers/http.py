@@ -17,16 +17,10 @@ from typing import Any, ClassVar, Final
 
 import httpx
 
+from core.errors import describe
 from core.models import FinishReason, ProviderResponse, Usage
-from workers.providers.base import (
-    CallRequest,
-    FatalError,
-    PrefillUnsupported,
-    ProviderError,
-    TransientError,
-    retry_after_from,
-    uses_prefill,
-)
+from workers.errors import FatalError, PrefillUnsupported, ProviderError, TransientError
+from workers.providers.base import CallRequest, retry_after_from, uses_prefill
 from workers.providers.profiles import Profile
 from workers.providers.redact import MASK, redact
 
@@ -206,7 +200,7 @@ class HttpProvider:
         except httpx.UnsupportedProtocol as exc:
             raise FatalError(self.redact(f"{name}: cannot call {self.base_url}: {exc}")) from None
         except (httpx.TransportError, httpx.DecodingError) as exc:
-            message = f"{name}: connection failed: {type(exc).__name__}: {exc}"
+            message = f"{name}: connection failed: {describe(exc)}"
             raise TransientError(self.redact(message)) from None
         log.debug(
             "%s: POST %s -> HTTP %d in %.2f s",

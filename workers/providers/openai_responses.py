@@ -19,11 +19,8 @@ from __future__ import annotations
 from typing import Any, Final
 
 from core.models import FinishReason, ProviderResponse, Usage
-from workers.providers.base import (
-    CallRequest,
-    FatalError,
-    PreviousResponseNotFound,
-)
+from workers.errors import FatalError, PreviousResponseNotFound
+from workers.providers.base import CallRequest
 from workers.providers.http import (
     Answer,
     ErrorBody,

@@ -34,11 +34,9 @@ from typing import Any, Final
 import httpx
 from pydantic import ValidationError
 
+from workers.errors import FatalError, ProfileConfigError
 from workers.providers.anthropic import AnthropicProvider
-from workers.providers.base import (
-    FatalError,
-    Provider,
-)
+from workers.providers.base import Provider
 from workers.providers.http import (
     HttpProvider,
 )
@@ -78,10 +76,6 @@ _ADAPTERS: Final[dict[str, type[HttpProvider]]] = {
     "openai-responses": OpenAIResponsesProvider,
     "anthropic": AnthropicProvider,
 }
-
-
-class ProfileConfigError(ValueError):
-    """Raised when the profiles file is missing, not TOML, or names an unknown kind or field."""
 
 
 def prices(model: str | None) -> dict[str, float]:

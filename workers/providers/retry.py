@@ -20,7 +20,8 @@ from collections.abc import Callable
 
 from core.models import ProviderResponse
 from core.policy import Defer, GiveUp, backoff_delay, provider_wait
-from workers.providers.base import CallRequest, Provider, TransientError
+from workers.errors import TransientError
+from workers.providers.base import CallRequest, Provider
 
 __all__ = ["backoff_delay", "call_with_retries"]
 

@@ -9,13 +9,8 @@ import pytest
 from provider_fakes import DOCUMENT, AnthropicFake, Served, anthropic_message, ask
 
 from core.models import FinishReason, Message
-from workers.providers.base import (
-    CallRequest,
-    FatalError,
-    PrefillUnsupported,
-    TransientError,
-    uses_prefill,
-)
+from workers.errors import FatalError, PrefillUnsupported, TransientError
+from workers.providers.base import CallRequest, uses_prefill
 from workers.providers.retry import call_with_retries
 
 CONVERSATION = [

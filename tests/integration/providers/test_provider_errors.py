@@ -17,8 +17,9 @@ from provider_fakes import DOCUMENT, Fake, Served, ask, tokens
 from core import JobSpec
 from core.models import FinishReason, ProviderResponse
 from workers.calls import ProviderPool
+from workers.errors import FatalError, TransientError
 from workers.local import Outcome, run_job
-from workers.providers.base import CallRequest, FatalError, TransientError
+from workers.providers.base import CallRequest
 from workers.providers.retry import call_with_retries
 
 Call = Callable[[CallRequest], ProviderResponse]

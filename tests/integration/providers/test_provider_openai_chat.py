@@ -11,12 +11,8 @@ import pytest
 from provider_fakes import DOCUMENT, ChatFake, Served, ask, chat_completion, tokens
 
 from core.models import FinishReason, Message
-from workers.providers.base import (
-    CallRequest,
-    FatalError,
-    PrefillUnsupported,
-    TransientError,
-)
+from workers.errors import FatalError, PrefillUnsupported, TransientError
+from workers.providers.base import CallRequest
 from workers.providers.profiles import Profile
 from workers.providers.registry import make_provider
 from workers.providers.retry import call_with_retries

@@ -7,7 +7,8 @@ import pytest
 from provider_fakes import DOCUMENT, ResponsesFake, Served, ask, responses_body, tokens
 
 from core.models import FinishReason, Message
-from workers.providers.base import CallRequest, FatalError, PreviousResponseNotFound
+from workers.errors import FatalError, PreviousResponseNotFound
+from workers.providers.base import CallRequest
 
 SYSTEM = Message(role="system", content="You write lists.")
 FIRST = [SYSTEM, Message(role="user", content="Write the list.")]

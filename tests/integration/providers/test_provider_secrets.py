@@ -12,7 +12,7 @@ import uuid
 import pytest
 from provider_fakes import Fake, Served, ask, chat_completion
 
-from workers.providers.base import ProviderError
+from workers.errors import ProviderError
 from workers.providers.registry import make_provider
 from workers.providers.retry import call_with_retries
 
