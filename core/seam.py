@@ -397,7 +397,7 @@ def _plausible(ctx: _Context, best: _Tried, rival: _Tried) -> bool:
         return r.lead.strength is Strength.STRONG or not b.confirmed
     after = ctx.fragment[r.end :]
     restored = rival.repaired and not best.repaired and breaks_line(rival.append, after)
-    if restored and ctx.seam.rejoins(ctx.tail, after):
+    if restored and (ctx.seam.rejoins(ctx.tail, after) or ctx.seam.rejoins(ctx.tail, best.append)):
         # The repair ends the cut line where it was cut, in a unit the document never used,
         # that the text after the break completes into one it uses ("agree,agr" +
         # "ee,agree"): the text goes on with the cut line, it starts no new one.

@@ -272,6 +272,8 @@ def plausible_square(
         return False
     if periodic(tail, square) or continues_with(rest, square):
         return True
+    if _splits_a_word(tail, square):
+        return False  # "enough, " then "ough, ": the second copy a word the text never used
     if recurring(tail, square) and not (glued and _doubles_cut_word(tail, square, rest)):
         return True  # the document keeps using this text, so it may come again
     if compact:  # JSON: white space is no part of the period
@@ -299,6 +301,17 @@ def plausible_square(
     if token_cut(tail, square, rest):
         return False  # " eno" twice, the second going on ("eno enough"): no word doubled
     return not (square[0].isalnum() and (square[-1].isalnum() or _MARK.match(square[-1])))
+
+
+def _splits_a_word(tail: str, square: str) -> bool:
+    """Whether the square's first copy begins inside a word ("en|ough, ") and its start,
+    as a word of its own, is one the text never used: the document would hold "enough,
+    ough, ". Only where enough text precedes it to know its words."""
+    before = tail[-PERIODIC_WINDOW : len(tail) - len(square)]
+    if not (square[:1].isalpha() and before[-1:].isalpha()) or len(before) < SPLIT_EVIDENCE:
+        return False
+    first = _first_word(square)
+    return len(first) >= 3 and not _known_word(first, before)
 
 
 def periodic(tail: str, square: str) -> bool:

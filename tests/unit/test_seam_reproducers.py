@@ -869,6 +869,46 @@ CLEAR = [
         ['{"values":[19,19,68,19,72,68,11,72,70,70', "8,11,72,70,70,70,1998,68,72,11]}"],
         ('{"values":[19,19,68,19,72,68,11,72,70,70,70,1998,68,72,11]}',),
     ),
+    # "ough, " again after "Sure enough, ": read as new text, the document would hold
+    # "enough, ough, ", a word it never used; the reply re-sends the cut's last letters.
+    Case(
+        "text-repeat-from-inside-a-word",
+        "text",
+        [
+            "The package\r\n\r\nNote: the following figures are preliminary.\r\n\r\n"
+            "In 2001 the bridge was moved to Oslo; nobody complained. Priya Silva moved to "
+            "Kraków in 2020. Sure enough, the warehouse arrived overpriced.\r\n\r\n"
+            "Here is what the archive survey found: Sure enough, the bookkeeper arrived a "
+            "relief.\r\n\r\nAiko Novak kept the books for the harbor from 1990 to 2003. "
+            "Sure enough, ",
+            "ough, the bookkeeper arrived fine.\r\n",
+        ],
+        (
+            "The package\r\n\r\nNote: the following figures are preliminary.\r\n\r\n"
+            "In 2001 the bridge was moved to Oslo; nobody complained. Priya Silva moved to "
+            "Kraków in 2020. Sure enough, the warehouse arrived overpriced.\r\n\r\n"
+            "Here is what the archive survey found: Sure enough, the bookkeeper arrived a "
+            "relief.\r\n\r\nAiko Novak kept the books for the harbor from 1990 to 2003. "
+            "Sure enough, the bookkeeper arrived fine.\r\n",
+        ),
+    ),
+    # The repair would end the cut row in "n", a value its column never held; read as a
+    # repeat of "agree,yes\nno,n", the reply completes it into "no".
+    Case(
+        "csv-repeat-completes-the-cut-value",
+        "csv",
+        [
+            "q1,q2\nyes,agree\nno,agree\nno,agree\nyes,no\nyes,yes\nagree,disagree\n"
+            "disagree,agree\nyes,yes\nno,disagree\nyes,no\nyes,agree\nagree,yes\n"
+            "disagree,yes\nno,agree\nyes,yes\nno,no\nagree,yes\nno,n",
+            "agree,yes\nno,no\nyes,yes\nno,yes\n",
+        ],
+        (
+            "q1,q2\nyes,agree\nno,agree\nno,agree\nyes,no\nyes,yes\nagree,disagree\n"
+            "disagree,agree\nyes,yes\nno,disagree\nyes,no\nyes,agree\nagree,yes\n"
+            "disagree,yes\nno,agree\nyes,yes\nno,no\nagree,yes\nno,no\nyes,yes\nno,yes\n",
+        ),
+    ),
     # "pe" and "ople." are no words of the document: the blank line after the preamble is
     # the wrapper's, or it would cut "people" in two.
     Case(
