@@ -74,6 +74,8 @@ MAX_EVALS = 24
 MAX_READINGS = 6
 #: Characters of a reply's start looked for in the tail, to recognise a cut-short repeat.
 ECHO_PROBE = 64
+#: Characters a reply must copy from before the cut to count as having gone back there.
+ECHO_DIVERGED = 160
 ECHOED, DIVERGED = "echoed", "diverged"
 #: A format's note that starts so names a doubt (``Merge.doubts``), not just a repair.
 AMBIGUOUS = "ambiguous "
@@ -584,7 +586,12 @@ def _echo(ctx: _Context, cands: list[_Candidate]) -> str:
     at = ctx.tail.rfind(probe)
     if at < 0:
         return ""
-    return ECHOED if ctx.tail.startswith(body, at) else DIVERGED
+    if ctx.tail.startswith(body, at):
+        return ECHOED
+    # A copy that goes its own way: only a long one says the model went back; records
+    # share their keys and layout for a line or two ("ctive": true, "tags": [ ...).
+    longer = body[:ECHO_DIVERGED]
+    return DIVERGED if len(longer) == ECHO_DIVERGED and longer in ctx.tail else ""
 
 
 def read_seam(

@@ -7,6 +7,7 @@ it is the honest outcome and ``right`` is what an exact answer must be.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import pytest
@@ -983,3 +984,28 @@ def test_short_repeats_of_whole_objects_are_doubted(
         assert result.doubts
     else:
         assert not result.doubts and result.text == doubted, (result.doubts, result.text)
+
+
+def test_a_continuation_that_shares_its_records_layout_is_not_an_echo() -> None:
+    """Records share keys and layout for a line or two ('ctive": true, "tags": [ ...'): an
+    exact continuation cut inside one is no copy of an earlier record, and is not doubted."""
+    records = [
+        {"id": i, "name": f"Person {i}", "active": True, "tags": ["new", "beta"], "note": None}
+        for i in range(4)
+    ]
+    doc = json.dumps({"items": records}, indent=2)
+    cut = doc.index('"active"', doc.index('"id": 2')) + 2
+    result = stitch([doc[:cut], doc[cut:]], "json")
+    assert result.ok and not result.doubts, result.doubts
+    assert result.text == doc
+
+
+def test_a_reply_that_goes_back_and_copies_a_whole_record_is_doubted() -> None:
+    """A reply that re-sends a long stretch from before the cut (the model went back) and
+    then goes its own way is still taken in doubt."""
+    records = [{"id": i, "name": f"Person {i}", "note": "x" * 40} for i in range(6)]
+    doc = json.dumps({"items": records}, indent=2)
+    cut = doc.index('"id": 4')
+    went_back = doc[doc.index('"id": 1') : doc.index('"id": 3')] + doc[cut:]
+    result = stitch([doc[:cut], went_back], "json")
+    assert not result.ok or result.doubts
