@@ -45,7 +45,7 @@ def api_settings(settings: Settings | None = None) -> ApiSettings:
     if isinstance(settings, ApiSettings):
         return settings
     if settings is None:
-        return ApiSettings()  # type: ignore[call-arg]  # every field has a default
+        return ApiSettings()
     values = settings.model_dump()
-    own = ApiSettings()  # type: ignore[call-arg]
+    own = ApiSettings()
     return own.model_copy(update=values)

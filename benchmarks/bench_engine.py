@@ -1,4 +1,4 @@
-"""Engine benchmarks (SPEC 8), measured side by side in one run.
+"""Engine benchmarks (``docs/benchmarks.md``, "Engine"), measured side by side in one run.
 
     uv run python -m benchmarks.bench_engine [--rounds N]
 
@@ -22,7 +22,16 @@ from collections.abc import Callable
 
 import json_repair
 
-from core import FinishReason, JobSpec, ProviderResponse, advance, start
+from core import (
+    ContinuationConfig,
+    FinishReason,
+    JobSpec,
+    JobState,
+    OutputFormat,
+    ProviderResponse,
+    advance,
+    start,
+)
 from core.json_scan import JsonScanner
 from core.json_stitch import merge_json
 from core.state import HEAD_CHARS, TAIL_CHARS
@@ -67,7 +76,9 @@ def side_by_side(
     return statistics.median(ta), statistics.median(tb)
 
 
-def merge_case(doc: str, accumulated: int, fragment: int, overlap: int = 200):
+def merge_case(
+    doc: str, accumulated: int, fragment: int, overlap: int = 200
+) -> tuple[JsonScanner, str, str, str]:
     """Scanner state after ``accumulated`` chars, and the next fragment repeating ``overlap``."""
     acc = doc[:accumulated]
     scan = JsonScanner().feed(acc)
@@ -75,9 +86,13 @@ def merge_case(doc: str, accumulated: int, fragment: int, overlap: int = 200):
     return scan, acc[-TAIL_CHARS:], frag, acc[:HEAD_CHARS]
 
 
-def engine_state(doc: str, accumulated: int):
+def engine_state(doc: str, accumulated: int) -> JobState:
     """A job state as it stands after ``accumulated`` characters were merged."""
-    spec = JobSpec(prompt="benchmark", format="json", continuation={"max_attempts": 10_000})
+    spec = JobSpec(
+        prompt="benchmark",
+        format=OutputFormat.JSON,
+        continuation=ContinuationConfig(max_attempts=10_000),
+    )
     state = start(spec)
     state, _ = advance(
         state, ProviderResponse(text=doc[:accumulated], finish_reason=FinishReason.LENGTH)
@@ -102,7 +117,7 @@ def main() -> None:
 
     s_small, s_big = engine_state(doc, 10 * 1024), engine_state(doc, 10 * 1024 * 1024)
 
-    def reply(state) -> ProviderResponse:
+    def reply(state: JobState) -> ProviderResponse:
         n = state.length
         return ProviderResponse(
             text=doc[n - 200 : n - 200 + frag_size], finish_reason=FinishReason.LENGTH

@@ -1,4 +1,5 @@
-"""Serving a large output (SPEC 8): the API's memory growth while it streams one.
+"""Serving a large output: the API's memory growth while it streams one
+(``docs/benchmarks.md``, "Serving a large output").
 
     uv run python -m benchmarks.bench_serve [--mb 200]
 

@@ -27,6 +27,7 @@ from redis import Redis
 
 from core import JobSpec, JobState, start
 from workers.embedded import EmbeddedRedis
+from workers.keys import shard_of
 from workers.providers.registry import SIM_SWITCH
 from workers.runtime import Runtime, build_runtime
 from workers.settings import Settings
@@ -147,7 +148,7 @@ class Harness:
         self.poller = Redis.from_url(self.url, max_connections=1)
         self.poller_addr = str(self.poller.client_info()["addr"])
         self.producer = Celery("bench-producer", broker=self.url, set_as_current=False)
-        self.rt: Runtime = build_runtime(Settings(), self.url)  # type: ignore[call-arg]
+        self.rt: Runtime = build_runtime(Settings(), self.url)
         self.store = self.rt.store
         self.workers: list[Worker] = []
         # Default settings; the in-process simulator (no CONTINUUM_SIM_URL); no Sentry.
@@ -288,5 +289,5 @@ class Harness:
         pipe = self.redis.pipeline(transaction=False)
         for job_id in job_ids:
             pipe.delete(k.job(job_id), k.output(job_id), k.lease(job_id), k.commits(job_id))
-            pipe.zrem(k.active, job_id)
+            pipe.zrem(k.active(shard_of(job_id)), job_id)
         pipe.execute()

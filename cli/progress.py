@@ -176,64 +176,100 @@ def follow(
     if live is None:
         live = console is not None and console.is_terminal and not console.is_dumb_terminal
     deadline = None if timeout is None else time.monotonic() + timeout
-    records: dict[str, JobRecord | None] = dict.fromkeys(ids)
-    cursors = dict.fromkeys(ids, "0-0")  # the event read up to, per job
+    watch = _Watch(store, ids, poll_s=poll_s, deadline=deadline, on_tick=on_tick)
+    if console is not None and live:
+        _show_bars(watch, names, console)
+    else:
+        _show_lines(watch, names, console)
+    return {j: r for j, r in watch.records.items() if r is not None}
 
-    def pause() -> None:
+
+class _Watch:
+    """The jobs followed: their last records and how far their event streams were read."""
+
+    def __init__(
+        self,
+        store: JobStore,
+        ids: list[str],
+        *,
+        poll_s: float,
+        deadline: float | None,
+        on_tick: OnTick | None,
+    ) -> None:
+        self.store = store
+        self.ids = ids
+        self.poll_s = poll_s
+        self.deadline = deadline
+        self.on_tick = on_tick
+        self.records: dict[str, JobRecord | None] = dict.fromkeys(ids)
+        self.cursors = dict.fromkeys(ids, "0-0")  # the event read up to, per job
+
+    def pause(self) -> None:
         """Wait for news of a job that has not ended, ``poll_s`` at most."""
-        waiting = {j: c for j, c in cursors.items() if not _ended({j: records[j]})}
-        cursors.update(store.wait_events(waiting, round(poll_s * 1000)))
+        records = self.records
+        waiting = {j: c for j, c in self.cursors.items() if not _ended({j: records[j]})}
+        self.cursors.update(self.store.wait_events(waiting, round(self.poll_s * 1000)))
 
-    def poll() -> bool:
+    def poll(self) -> bool:
         """Read every job once; True when all have ended or the time is up."""
-        for job_id in ids:
+        records = self.records
+        for job_id in self.ids:
             record = records[job_id]
             if record is None or record.status not in TERMINAL:
-                records[job_id] = store.load(job_id)
-        if on_tick is not None:
-            on_tick(records)
+                records[job_id] = self.store.load(job_id)
+        if self.on_tick is not None:
+            self.on_tick(records)
+        deadline = self.deadline
         return _ended(records) or (deadline is not None and time.monotonic() >= deadline)
 
-    if console is not None and live:
-        cut = 32 if console.width >= WIDE else 14
-        shown = {j: _label(n, cut) for j, n in names.items()}
-        pad = max((len(n) for n in shown.values()), default=0)
-        with Progress(*_columns(console.width), console=console, refresh_per_second=8) as bars:
-            tasks: dict[str, TaskID] = {
-                j: bars.add_task(escape(shown[j].ljust(pad)), total=None, **_fields(None)[1])
-                for j in ids
-            }
-            while True:
-                done = poll()
-                for job_id, task in tasks.items():
-                    record = records[job_id]
-                    completed, fields = _fields(record)
-                    if completed is None:  # the last percent known stays shown
-                        bars.update(task, **fields)
-                    else:
-                        bars.update(task, total=100, completed=completed, **fields)
-                    if record is not None and record.status in TERMINAL:
-                        bars.stop_task(task)  # its elapsed time stops with it
-                if done:
-                    bars.refresh()
-                    break
-                pause()
-    else:
-        last: dict[str, str] = {}
+
+def _show_bars(watch: _Watch, names: Mapping[str, str], console: Console) -> None:
+    """Follow ``watch`` with a live rich bar per job until it is done."""
+    cut = 32 if console.width >= WIDE else 14
+    shown = {j: _label(n, cut) for j, n in names.items()}
+    pad = max((len(n) for n in shown.values()), default=0)
+    with Progress(*_columns(console.width), console=console, refresh_per_second=8) as bars:
+        tasks: dict[str, TaskID] = {
+            j: bars.add_task(escape(shown[j].ljust(pad)), total=None, **_fields(None)[1])
+            for j in watch.ids
+        }
         while True:
-            done = poll()
-            if console is not None:
-                for job_id in ids:
-                    line = describe_progress(records[job_id])
-                    if last.get(job_id) != line:
-                        last[job_id] = line
-                        console.print(
-                            f"{names[job_id]}: {line}",
-                            markup=False,
-                            highlight=False,
-                            soft_wrap=True,
-                        )
+            done = watch.poll()
+            for job_id, task in tasks.items():
+                _update_bar(bars, task, watch.records[job_id])
             if done:
+                bars.refresh()
                 break
-            pause()
-    return {j: r for j, r in records.items() if r is not None}
+            watch.pause()
+
+
+def _update_bar(bars: Progress, task: TaskID, record: JobRecord | None) -> None:
+    completed, fields = _fields(record)
+    if completed is None:  # the last percent known stays shown
+        bars.update(task, **fields)
+    else:
+        bars.update(task, total=100, completed=completed, **fields)
+    if record is not None and record.status in TERMINAL:
+        bars.stop_task(task)  # its elapsed time stops with it
+
+
+def _show_lines(watch: _Watch, names: Mapping[str, str], console: Console | None) -> None:
+    """Follow ``watch`` until it is done, printing a plain line per change of a job
+    (nothing without a console)."""
+    last: dict[str, str] = {}
+    while True:
+        done = watch.poll()
+        if console is not None:
+            for job_id in watch.ids:
+                line = describe_progress(watch.records[job_id])
+                if last.get(job_id) != line:
+                    last[job_id] = line
+                    console.print(
+                        f"{names[job_id]}: {line}",
+                        markup=False,
+                        highlight=False,
+                        soft_wrap=True,
+                    )
+        if done:
+            break
+        watch.pause()

@@ -94,6 +94,7 @@ def run_worker(args: argparse.Namespace) -> int:
             app = make_app(settings)
             import workers.tasks  # noqa: F401, PLC0415  (registers the tasks)
 
+            app.runtime  # noqa: B018  (builds the store now: an unusable one stops here)
             queues = args.queues or worker_queues(settings)
             argv = [
                 "worker",
@@ -152,7 +153,9 @@ def run_beat(args: argparse.Namespace) -> int:
         with connect("beat", announce=True) as settings:
             from workers.app import make_app  # noqa: PLC0415
 
-            thread, stop = _start_watchdog(make_app(settings))
+            app = make_app(settings)
+            app.runtime  # noqa: B018  (builds the store now: an unusable one stops here)
+            thread, stop = _start_watchdog(app)
             for sig in (signal.SIGINT, signal.SIGTERM):
                 signal.signal(sig, lambda *_: stop.set())
             assert settings.redis_url is not None

@@ -41,7 +41,7 @@ def start(spec: JobSpec) -> JobState:
     return JobState(spec=spec, format=spec.output_format, messages=opening_messages(spec))
 
 
-def advance(state: JobState, response: ProviderResponse) -> tuple[JobState, Decision]:
+def advance(state: JobState, response: ProviderResponse) -> tuple[JobState, Decision]:  # noqa: C901  # decision table; split pending (issue 13)
     """Take one model reply into the job; return the new state and what to do next."""
     s = state.clone()
     s.iteration += 1

@@ -347,7 +347,7 @@ class JsonScanner:
         f.key = None
         self.phase = Phase.AFTER
 
-    def _run(self, s: str, pos: int, base: int) -> None:
+    def _run(self, s: str, pos: int, base: int) -> None:  # noqa: C901, PLR0915  # scanner state machine
         n = len(s)
         frames = self.frames
         while True:
@@ -437,7 +437,7 @@ class JsonScanner:
         self.carry = s[pos:]
         self.carry_kind = Carry.TOKEN
 
-    def _value(self, s: str, pos: int, base: int, c: str) -> int:
+    def _value(self, s: str, pos: int, base: int, c: str) -> int:  # noqa: C901  # scanner state machine
         """Read one value starting at ``pos``; return the next position, or -1 to stop."""
         n = len(s)
         self.root_started = True

@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from core.errors import describe
 from core.json_stitch import start_json
 from core.models import FinishReason, OnFailure, ProviderResponse
 from core.prompts import repair_messages
@@ -132,7 +133,7 @@ def _rejected(s: JobState, output: OutputRef, error: str) -> Fallback:
 
 def _unusable(s: JobState, text: str, exc: Exception) -> tuple[JobState, Decision]:
     """Validation itself failed: the job fails with the reason, its output kept."""
-    reason = f"the output could not be validated: {type(exc).__name__}: {exc}"[:MAX_REASON_CHARS]
+    reason = f"the output could not be validated: {describe(exc)}"[:MAX_REASON_CHARS]
     s.metadata.validation_errors.append(reason)
     s.metadata.warn(reason)
     s.metadata.fallback_used = True

@@ -32,7 +32,7 @@ class StitchResult:
     doubts: list[str] = field(default_factory=list)
 
 
-def stitch(fragments: list[str], fmt: str) -> StitchResult:
+def stitch(fragments: list[str], fmt: str) -> StitchResult:  # noqa: C901  # decision table; split pending (issue 13)
     """Merge ``fragments`` (in order) as the engine would, in format ``fmt``.
 
     ``fmt`` is one of json, csv, markdown, text, auto; raises ValueError otherwise.

@@ -1,4 +1,4 @@
-"""The simulated LLM: an OpenAI-compatible server that writes long documents (SPEC 6).
+"""The simulated LLM: an OpenAI-compatible server that writes long documents (``docs/sim.md``).
 
 - ``sim.documents``: ``target(prompt, fmt=, size=, seed=)``, the deterministic documents.
 - ``sim.model``: ``SimModel.respond(body) -> SimResult``, the logic without I/O.

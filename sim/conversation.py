@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from core.errors import ContinuumError
 from core.prompts import REPEAT_CLOSE, REPEAT_OPEN
 from sim.documents import format_from_prompt, named_format
 from sim.options import SimOptions, model_options
@@ -24,7 +25,7 @@ NEAR = 4096
 _DELIVERED = re.compile(r"Delivered so far: ([\d,]+) characters")
 
 
-class RequestError(ValueError):
+class RequestError(ContinuumError, ValueError):
     """Raised when a request body is not a valid Chat Completions request."""
 
 

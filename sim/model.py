@@ -179,62 +179,24 @@ class SimModel:
     def _reply(self, request: ChatRequest, chaos: _Chaos) -> tuple[str, str]:
         """The reply's content and finish reason."""
         opts = request.options
-        fmt = request.format
-        text = self._target(request.prompt, fmt, opts, request.seed)
+        text = self._target(request.prompt, request.format, opts, request.seed)
         limit = max(1, int(request.max_tokens * opts.chars_per_token))
         if "empty" in chaos:
             return "", "length"
         if request.prefill is not None:
             return self._prefilled(request, text, limit, chaos)
         repeat = find_repeat(request.last_user)
-        if repeat is not None and opts.seam_chaos:
-            path = seam_chaos.cut_path(request.last_user) if fmt == "json" else None
-            end = seam_chaos.locate(text, repeat[0], repeat[1], path)
-        else:
-            end = None if repeat is None else locate(text, repeat[0], repeat[1])
+        end = _repeat_end(request, text, repeat)
         heeded = opts.heed_retry and end is not None and RETRY_NOTE in request.last_user
         if repeat is None or end is None or ("restart" in chaos and not heeded):
             marker = (
                 "" if repeat is None or not opts.marker else marker_line(_percent(end or 0, text))
             )
-            start, repeated = 0, 0
-        else:
-            percent = _percent(end, text)
-            marker = marker_line(percent) if opts.marker else ""
-            if "malformed" in chaos:
-                return marker + garbage(chaos.rng), "length"
-            if "stall" in chaos:
-                return marker + repeat[0], "length"
-            if heeded:  # told what went wrong: the quoted end again, then on, as asked
-                repeated = min(len(repeat[0]), end)
-                start = end - repeated
-                plain = chaos.fired - {"prose", "fence", "reindent"}
-                chaos = _Chaos(plain, chaos.rng, chaos.call_id)
-            elif opts.seam_chaos and 0 < end < len(text) and "content_filter" not in chaos:
-                seams = random.Random(f"seams:{chaos.call_id}")  # default draws unchanged
-                behaviour = seam_chaos.draw(opts, fmt, seams)
-                if behaviour is not None:
-                    body, ended = seam_chaos.reply(
-                        text, end, behaviour, fmt=fmt, budget=limit, rng=seams
-                    )
-                    return marker + body, "stop" if ended else "length"
-            if not heeded:
-                repeated = min(opts.overlap, end)
-                start = end - repeated
-        payload = text[start : start + limit]
-        finish = "stop" if start + limit >= len(text) else "length"
-        if "content_filter" in chaos:
-            payload = payload[: chaos.rng.randint(1, max(1, len(payload) - 1))]
-            finish = "content_filter"
-        if "reindent" in chaos and fmt == "json":
-            payload = reindent(payload, repeated)
-        prose = None
-        if "prose" in chaos and (repeat is not None or fmt == "json"):
-            # Only where a reader can tell it from the document: a first line of prose in
-            # a text, Markdown or CSV document is the document's first line.
-            prose = chaos.rng.choice(PROSE_FIRST if repeat is None else PROSE_NEXT)
-        body = decorate(payload, fmt, fence="fence" in chaos, closed=finish == "stop", prose=prose)
-        return marker + body, finish
+            body, finish = _body(
+                request, text, limit, chaos, start=0, repeated=0, first=repeat is None
+            )
+            return marker + body, finish
+        return _continue(request, text, (repeat[0], end), limit, chaos, heeded=heeded)
 
     def _prefilled(
         self, request: ChatRequest, text: str, limit: int, chaos: _Chaos
@@ -251,6 +213,95 @@ class SimModel:
             payload = payload[: chaos.rng.randint(0, len(payload))]
             finish = "content_filter"
         return payload, finish
+
+
+def _repeat_end(
+    request: ChatRequest, text: str, repeat: tuple[str, int | None] | None
+) -> int | None:
+    """Where in ``text`` the end the prompt quotes (``repeat``) ends, or None."""
+    if repeat is None:
+        return None
+    if request.options.seam_chaos:
+        path = seam_chaos.cut_path(request.last_user) if request.format == "json" else None
+        return seam_chaos.locate(text, repeat[0], repeat[1], path)
+    return locate(text, repeat[0], repeat[1])
+
+
+def _continue(
+    request: ChatRequest,
+    text: str,
+    quoted: tuple[str, int],
+    limit: int,
+    chaos: _Chaos,
+    *,
+    heeded: bool,
+) -> tuple[str, str]:
+    """A continuation of ``text`` after the quoted end (``quoted``: its text and where
+    it ends in ``text``)."""
+    opts = request.options
+    tail, end = quoted
+    marker = marker_line(_percent(end, text)) if opts.marker else ""
+    if "malformed" in chaos:
+        return marker + garbage(chaos.rng), "length"
+    if "stall" in chaos:
+        return marker + tail, "length"
+    if heeded:  # told what went wrong: the quoted end again, then on, as asked
+        repeated = min(len(tail), end)
+        plain = chaos.fired - {"prose", "fence", "reindent"}
+        chaos = _Chaos(plain, chaos.rng, chaos.call_id)
+    else:
+        seamed = _seam_reply(request, text, end, limit, chaos)
+        if seamed is not None:
+            return marker + seamed[0], seamed[1]
+        repeated = min(opts.overlap, end)
+    body, finish = _body(
+        request, text, limit, chaos, start=end - repeated, repeated=repeated, first=False
+    )
+    return marker + body, finish
+
+
+def _seam_reply(
+    request: ChatRequest, text: str, end: int, limit: int, chaos: _Chaos
+) -> tuple[str, str] | None:
+    """A seam-chaos continuation from ``end``, or None when seam chaos draws none."""
+    opts, fmt = request.options, request.format
+    if not (opts.seam_chaos and 0 < end < len(text) and "content_filter" not in chaos):
+        return None
+    seams = random.Random(f"seams:{chaos.call_id}")  # default draws unchanged
+    behaviour = seam_chaos.draw(opts, fmt, seams)
+    if behaviour is None:
+        return None
+    body, ended = seam_chaos.reply(text, end, behaviour, fmt=fmt, budget=limit, rng=seams)
+    return body, "stop" if ended else "length"
+
+
+def _body(
+    request: ChatRequest,
+    text: str,
+    limit: int,
+    chaos: _Chaos,
+    *,
+    start: int,
+    repeated: int,
+    first: bool,
+) -> tuple[str, str]:
+    """``limit`` characters of ``text`` from ``start`` (``repeated`` of them already
+    sent), with the chaos that fired; ``first``: the prompt quoted no end."""
+    fmt = request.format
+    payload = text[start : start + limit]
+    finish = "stop" if start + limit >= len(text) else "length"
+    if "content_filter" in chaos:
+        payload = payload[: chaos.rng.randint(1, max(1, len(payload) - 1))]
+        finish = "content_filter"
+    if "reindent" in chaos and fmt == "json":
+        payload = reindent(payload, repeated)
+    prose = None
+    if "prose" in chaos and (not first or fmt == "json"):
+        # Only where a reader can tell it from the document: a first line of prose in
+        # a text, Markdown or CSV document is the document's first line.
+        prose = chaos.rng.choice(PROSE_FIRST if first else PROSE_NEXT)
+    body = decorate(payload, fmt, fence="fence" in chaos, closed=finish == "stop", prose=prose)
+    return body, finish
 
 
 def _percent(delivered: int, text: str) -> int:

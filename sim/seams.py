@@ -155,6 +155,29 @@ def _slip(doc: str, cut: int, end: int, rng: random.Random) -> Reply:
     return Reply(slipped_text, end, overlap=k, fixes=(fix,), variant="trailing comma")
 
 
+def _repeat(
+    doc: str, cut: int, end: int, behaviour: Behaviour, *, fmt: str, rng: random.Random
+) -> Reply:
+    """A reply that first repeats the end delivered (``repeat``, ``prose_repeat``, or
+    ``multibyte``: cut inside a grapheme cluster, or not repeated at all)."""
+    k = repeat_length(doc, cut, rng)
+    if behaviour == "multibyte":
+        inside = [p for p in range(max(1, cut - 300), cut) if inside_cluster(doc, p)]
+        k = cut - rng.choice(inside) if inside and rng.random() < 0.6 else k
+        k = 0 if rng.random() < 0.3 else k
+    content = doc[cut - k : end]
+    if behaviour == "prose_repeat":
+        return _wrap(content, doc, end, fmt=fmt, rng=rng, overlap=k, variant=f"repeat {k}")
+    return Reply(content, end, overlap=k, variant=f"repeat {k}")
+
+
+def _restart(doc: str, cut: int, end: int, *, fmt: str, rng: random.Random) -> Reply:
+    """A reply that starts the document again (wrapped in prose half the time)."""
+    if rng.random() < 0.5:
+        return _wrap(doc[:end], doc, end, fmt=fmt, rng=rng, overlap=cut, variant="restart")
+    return Reply(doc[:end], end, overlap=cut, variant="restart")
+
+
 def continue_reply(
     doc: str, cut: int, end: int, behaviour: Behaviour, *, fmt: str, rng: random.Random
 ) -> Reply:
@@ -168,24 +191,14 @@ def continue_reply(
     if behaviour == "exact":
         return Reply(new, end, variant="exact")
     if behaviour in ("repeat", "prose_repeat", "multibyte"):
-        k = repeat_length(doc, cut, rng)
-        if behaviour == "multibyte":
-            inside = [p for p in range(max(1, cut - 300), cut) if inside_cluster(doc, p)]
-            k = cut - rng.choice(inside) if inside and rng.random() < 0.6 else k
-            k = 0 if rng.random() < 0.3 else k
-        content = doc[cut - k : end]
-        if behaviour == "prose_repeat":
-            return _wrap(content, doc, end, fmt=fmt, rng=rng, overlap=k, variant=f"repeat {k}")
-        return Reply(content, end, overlap=k, variant=f"repeat {k}")
+        return _repeat(doc, cut, end, behaviour, fmt=fmt, rng=rng)
     if behaviour == "prose_exact":
         return _wrap(new, doc, end, fmt=fmt, rng=rng, overlap=0, variant="exact")
     if behaviour == "unit_restart":
         start, unit = unit_start(doc, fmt, cut, rng)
         return Reply(doc[start:end], end, overlap=cut - start, variant=f"{unit} restarted")
     if behaviour == "restart":
-        if rng.random() < 0.5:
-            return _wrap(doc[:end], doc, end, fmt=fmt, rng=rng, overlap=cut, variant="restart")
-        return Reply(doc[:end], end, overlap=cut, variant="restart")
+        return _restart(doc, cut, end, fmt=fmt, rng=rng)
     if behaviour == "whitespace":
         return whitespace_reply(doc, cut, end, fmt, rng)
     if behaviour == "reformatted_repeat":

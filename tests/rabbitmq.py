@@ -13,7 +13,7 @@ import os
 import uuid
 
 import pytest
-from kombu import Connection
+from kombu.connection import Connection
 
 DEFAULT_URL = "amqp://guest:guest@127.0.0.1:5672//"
 

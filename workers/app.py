@@ -6,7 +6,9 @@ passes it down: the app carries it, and the worker's runtime (the store, the pro
 is built from it on first use (:attr:`ContinuumApp.runtime`).
 
 The broker is ``CONTINUUM_BROKER_URL`` (default: ``REDIS_URL``); results stay in
-``REDIS_URL``'s Redis. On RabbitMQ (``amqp://``, ``amqps://``) every queue is a quorum
+``REDIS_URL``'s Redis, or ``CONTINUUM_RESULT_BACKEND``'s (a plain Redis, or ``disabled``),
+which a Redis Cluster or Sentinel ``REDIS_URL`` needs: Celery's Redis result backend
+cannot use either. On RabbitMQ (``amqp://``, ``amqps://``) every queue is a quorum
 queue on a topic exchange: durable and replicated, a message held by a worker that dies
 is delivered again as soon as its connection drops (no visibility timeout), and a
 countdown is held by the broker (Celery's native delayed delivery), not by a worker.
@@ -33,7 +35,7 @@ from celery.signals import celeryd_init, task_failure, task_internal_error, task
 from workers.deadletter import record_to
 from workers.observability import init_sentry, tag_task
 from workers.runtime import Runtime, build_runtime
-from workers.settings import Settings, get_settings, is_amqp
+from workers.settings import Settings, get_settings, is_amqp, is_cluster_store
 from workers.tracing import init_tracing
 
 #: The broker and result backend when no URL is set at all.
@@ -89,7 +91,9 @@ def make_app(settings: Settings | None = None, *, broker_url: str | None = None)
     ``broker_url`` (default: the settings' broker)."""
     s = settings or get_settings()
     broker = broker_url or s.broker or FALLBACK_URL
-    backend = s.redis_url or (broker if not is_amqp(broker) else FALLBACK_URL)
+    backend = s.result_backend or s.redis_url or (broker if not is_amqp(broker) else FALLBACK_URL)
+    if is_cluster_store(backend):  # refused at start (url_problems): never a backend
+        raise ValueError("a Redis Cluster or Sentinel REDIS_URL needs CONTINUUM_RESULT_BACKEND")
     app = ContinuumApp(
         "continuum", settings=s, broker=broker, backend=backend, include=["workers.tasks"]
     )

@@ -27,10 +27,11 @@ refused commit, a callback not yet due) are values, not exceptions::
     │   └── DataDirInUse
     ├── UnsafePasswordFile [RuntimeError]
     ├── NoRedis [RuntimeError]          a command found no Redis (exit status 1)
-    │   └── BadUrl                      an unusable REDIS_URL / broker URL (exit status 2)
+    │   ├── BadUrl                      an unusable REDIS_URL / broker URL (exit status 2)
+    │   └── OldKeyLayout                jobs in the key layout before shards (exit status 2)
     ├── StackError [RuntimeError]       ``continuum up``: a component did not start
     │   └── CrashLoop
-    ├── JobFailed [RuntimeError]        (``workers.iteration``) a job ended failed in a task
+    ├── JobFailed [RuntimeError]        a job ended failed in a task
     ├── ApiError                        (``api.errors``) an HTTP error response
     ├── BodyTooLarge [HTTPException]    (``api.middleware``) a request body over the limit
     └── NoToken [RuntimeError]          (``api.auth``) no API token, not local-only
@@ -52,6 +53,7 @@ __all__ = [
     "FatalError",
     "InvalidMessage",
     "NoRedis",
+    "OldKeyLayout",
     "OutputChanged",
     "OverLimit",
     "PrefillUnsupported",
@@ -159,6 +161,12 @@ class CallbackError(ContinuumError, RuntimeError):
     the delivery is retried."""
 
 
+# -- the iteration task ------------------------------------------------------------------
+class JobFailed(ContinuumError, RuntimeError):
+    """Raised when a job ended failed (and was committed so) in the task that ran it, so
+    the task shows as failed in Flower and Sentry, with the job's reason."""
+
+
 # -- the job store -----------------------------------------------------------------------
 class StagingLost(ContinuumError, RuntimeError):
     """Raised when the parts a large commit staged are not as it wrote them: they expired
@@ -197,6 +205,13 @@ class NoRedis(ContinuumError, RuntimeError):
 class BadUrl(NoRedis):
     """Raised when ``REDIS_URL`` or ``CONTINUUM_BROKER_URL`` is no URL this deployment can
     use."""
+
+    code = 2
+
+
+class OldKeyLayout(NoRedis):
+    """Raised when Redis holds jobs in the key layout before shards, which this version
+    would never find: the old deployment must drain first (docs/operations.md)."""
 
     code = 2
 

@@ -40,11 +40,12 @@ from redis.exceptions import OutOfMemoryError, ReadOnlyError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from core import JobState, advance
+from core.errors import describe
 from core.policy import MAX_CRASHES, MAX_DEFERRALS, Call, Defer, Step, crash_delay, settle
 from core.state import OutputRef
 from workers.callbacks import callback_url, claim
 from workers.calls import call_model
-from workers.errors import StagingLost, UnknownProfile
+from workers.errors import JobFailed, StagingLost, UnknownProfile
 from workers.observability import tag_iteration
 from workers.runtime import Runtime
 from workers.store import TERMINAL, CommitResult, JobRecord, JobStatus
@@ -76,11 +77,6 @@ Notify = Callable[[str], None]
 #: for at most ``max_countdown_s`` in all.
 COMMIT_RETRY_S = 0.25
 COMMIT_RETRY_MAX_S = 5.0
-
-
-class JobFailed(RuntimeError):
-    """Raised by the task after a job ended failed (and was committed so), so the task
-    shows as failed in Flower and Sentry, with the job's reason."""
 
 
 def decide(rt: Runtime, job_id: str, state: JobState, deferrals: int) -> Step | Defer:
@@ -200,11 +196,6 @@ def refused_for_now(exc: Exception) -> bool:
     )
 
 
-def _described(exc: BaseException) -> str:
-    """The exception in words: its class and message (some reprs hide the message)."""
-    return f"{type(exc).__name__}: {exc}"[:2000]
-
-
 def _best_effort(what: str, job_id: str, action: Callable[[], object]) -> bool:
     """Run a write the crash path would like to make; Redis may refuse it (the reason of
     the crash, often): log and go on."""
@@ -239,10 +230,10 @@ def _crashed(
     _best_effort(
         "record the crash",
         job_id,
-        lambda: store.record_crash(job_id, iteration, _described(exc), step),
+        lambda: store.record_crash(job_id, iteration, describe(exc, 2000), step),
     )
     if last:
-        reason = f"iteration {iteration} raised {attempt} times; last: {_described(exc)}"[:2000]
+        reason = f"iteration {iteration} raised {attempt} times; last: {describe(exc, 2000)}"[:2000]
         _best_effort("fail it", job_id, lambda: _spent(rt, job_id, iteration, reason, notify))
         return
     wait = crash_delay(attempt, rt.settings.max_countdown_s)
@@ -405,7 +396,7 @@ def _commit(rt: Runtime, job_id: str, iteration: int, ready: Pending, token: str
                     "job %s: Redis refused the commit of iteration %d (%s); trying again in %.2f s",
                     job_id,
                     iteration,
-                    _described(exc),
+                    describe(exc, 2000),
                     delay,
                 )
             time.sleep(delay)

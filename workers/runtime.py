@@ -59,4 +59,5 @@ def build_runtime(settings: Settings, redis_url: str) -> Runtime:
         retention_s=settings.retention_s,
         output_chunk_bytes=settings.output_chunk_bytes,
     )
+    store.check_layout()  # jobs of the layout before shards would be lost: refuse
     return Runtime(settings, store, ProviderPool(load_profiles(os.environ)), TokenBucket(store))

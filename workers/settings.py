@@ -13,6 +13,7 @@ from workers.store import (
     DEFAULT_OUTPUT_CHUNK_BYTES,
     DEFAULT_RETENTION_S,
     MIN_OUTPUT_CHUNK_BYTES,
+    parse_cluster_url,
 )
 
 
@@ -26,6 +27,11 @@ class Settings(BaseSettings):
     #: (``amqp://user:password@host:5672/vhost``, quorum queues) or another Redis. Job
     #: state, results and the dead-letter record stay in ``REDIS_URL``'s Redis.
     broker_url: str | None = None
+    #: Where Celery keeps task results (what ``continuum.generate`` and
+    #: ``continuum.submit_batch`` return to a producer that asks): a plain Redis URL, or
+    #: ``disabled``. Default: ``REDIS_URL``'s Redis; required with a Redis Cluster or
+    #: Sentinel ``REDIS_URL``, which Celery's Redis result backend cannot use.
+    result_backend: str | None = None
     key_prefix: str = "continuum:"
     #: Prefix of Celery's own keys (queues, results) in Redis. Empty by default, so any
     #: Celery producer (or a raw LPUSH) reaches the queue by its plain name.
@@ -97,10 +103,17 @@ class Settings(BaseSettings):
         return value
 
 
-#: The URL schemes of a Redis (the store, and the broker by default) and of a broker.
-REDIS_SCHEMES = ("redis", "rediss", "unix")
+#: The URL schemes of one Redis (the store, the broker by default, the results).
+PLAIN_REDIS_SCHEMES = ("redis", "rediss", "unix")
+#: A store spread over a Redis Cluster, or one Redis found through its Sentinels
+#: (``workers.store.redis_client``): no broker or result backend runs on these.
+CLUSTER_SCHEMES = ("redis+cluster", "redis+sentinel")
+#: The URL schemes of the job store (``REDIS_URL``).
+REDIS_SCHEMES = PLAIN_REDIS_SCHEMES + CLUSTER_SCHEMES
 AMQP_SCHEMES = ("amqp", "amqps")
-BROKER_SCHEMES = REDIS_SCHEMES + AMQP_SCHEMES
+BROKER_SCHEMES = PLAIN_REDIS_SCHEMES + AMQP_SCHEMES
+#: What ``CONTINUUM_RESULT_BACKEND`` takes besides a plain Redis URL: no results kept.
+NO_RESULTS = "disabled"
 
 
 def scheme_of(url: str) -> str:
@@ -118,9 +131,32 @@ def _listed(schemes: tuple[str, ...]) -> str:
     return ", ".join(names[:-1]) + " or " + names[-1]
 
 
+def is_cluster_store(url: str | None) -> bool:
+    """Whether ``url`` is a Redis Cluster's or a Sentinel's (the store only)."""
+    return bool(url) and scheme_of(url or "") in CLUSTER_SCHEMES
+
+
 def url_problems(settings: Settings) -> list[str]:
     """What makes the settings' URLs unusable, one line each, naming the setting and never
-    the URL (it may hold a password). Empty: both usable (unset ones are not checked)."""
+    the URL (it may hold a password). Empty: all usable (unset ones are not checked)."""
+    problems = _scheme_problems(settings)
+    if is_cluster_store(settings.redis_url):
+        if not settings.broker_url:
+            problems.append(
+                "REDIS_URL is a Redis Cluster or Sentinel, which cannot be the broker: set "
+                "CONTINUUM_BROKER_URL (amqp:// or a plain redis://)"
+            )
+        if not settings.result_backend:
+            problems.append(
+                "REDIS_URL is a Redis Cluster or Sentinel, which Celery's result backend "
+                "cannot use: set CONTINUUM_RESULT_BACKEND (a plain redis:// URL, or "
+                f"{NO_RESULTS!r} when no producer reads task results)"
+            )
+    return problems
+
+
+def _scheme_problems(settings: Settings) -> list[str]:
+    results = settings.result_backend
     checks = (
         ("REDIS_URL", "a Redis URL", settings.redis_url, REDIS_SCHEMES, "job state lives in Redis"),
         (
@@ -129,6 +165,13 @@ def url_problems(settings: Settings) -> list[str]:
             settings.broker_url,
             BROKER_SCHEMES,
             "a Redis or a RabbitMQ",
+        ),
+        (
+            "CONTINUUM_RESULT_BACKEND",
+            "a Redis URL",
+            None if results == NO_RESULTS else results,
+            PLAIN_REDIS_SCHEMES,
+            f"or {NO_RESULTS!r}",
         ),
     )
     problems = []
@@ -139,6 +182,12 @@ def url_problems(settings: Settings) -> list[str]:
         if scheme not in schemes:
             shown = f"not {scheme}://" if scheme else "and this is no URL"
             problems.append(f"{name} must be {kind} ({_listed(schemes)}), {shown}: {why}")
+            continue
+        if scheme in CLUSTER_SCHEMES:
+            try:
+                parse_cluster_url(url)
+            except ValueError as exc:
+                problems.append(f"{name}: {exc}")
             continue
         try:
             urlsplit(url).port  # noqa: B018  (raises on a port that is no number)
@@ -161,4 +210,4 @@ def worker_queues(settings: Settings) -> str:
 
 @lru_cache(maxsize=1)
 def get_settings() -> Settings:
-    return Settings()  # type: ignore[call-arg]  # every field has a default; mypy sees aliases
+    return Settings()

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import heapq
+import itertools
 import json
 import math
 import time
@@ -28,14 +30,16 @@ from enum import StrEnum
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
-from redis import Redis
+from redis import Redis, RedisCluster
+from redis.cluster import ClusterNode
 from redis.commands.core import Script
 from redis.exceptions import RedisError
+from redis.sentinel import Sentinel
 
-from workers.errors import OutputChanged, StagingLost
-from workers.keys import DEFAULT_PREFIX, Keys
+from workers.errors import OldKeyLayout, OutputChanged, StagingLost
+from workers.keys import DEFAULT_PREFIX, LEGACY_KEYS, SHARDS, Keys, shard_of
 
 if TYPE_CHECKING:
     from workers.store_metrics import StoreMetrics
@@ -71,6 +75,83 @@ STAGE_BYTES = 512 * 1024
 #: How long a staged text waits for its commit; each part staged restarts the wait. A
 #: worker that dies between its parts and its commit leaves them this long at most.
 STAGING_TTL_S = 300.0
+
+
+#: A Redis Cluster's client or one Redis's (a Sentinel's master is one Redis).
+Client = Redis | RedisCluster
+#: Entries of each shard's index a listing reads at a time.
+LIST_PAGE = 64
+#: How often ``wait_events`` looks on a cluster, whose streams it cannot wait on at once.
+POLL_S = 0.1
+
+
+def _nodes(netloc: str, default_port: int) -> tuple[str, str, list[tuple[str, int]]]:
+    """(user, password, [(host, port), ...]) of ``user:password@host:port,host:port``."""
+    auth, _, hosts = netloc.rpartition("@")
+    user, _, password = auth.partition(":")
+    nodes = []
+    for part in hosts.split(","):
+        host, colon, port = part.strip().rpartition(":")
+        if not colon:
+            host, port = port, str(default_port)
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError("a node is not host:port with a port in 1-65535")
+        nodes.append((host.strip("[]"), int(port)))
+    return unquote(user), unquote(password), nodes
+
+
+@dataclass(frozen=True)
+class ClusterUrl:
+    """A ``redis+cluster://`` or ``redis+sentinel://`` URL, parsed."""
+
+    scheme: str
+    user: str
+    password: str
+    nodes: list[tuple[str, int]]
+    service: str = ""
+    db: int = 0
+
+
+def parse_cluster_url(url: str) -> ClusterUrl:
+    """``redis+cluster://[user:password@]host:port[,host:port...]`` or
+    ``redis+sentinel://[user:password@]host:port[,host:port...]/service[/db]``.
+    ``ValueError`` says what is wrong, never the URL (it may hold a password)."""
+    scheme, _, rest = url.partition("://")
+    scheme = scheme.lower()
+    netloc, _, path = rest.partition("/")
+    path = path.partition("?")[0]
+    sentinel = scheme == "redis+sentinel"
+    user, password, nodes = _nodes(netloc, 26379 if sentinel else 6379)
+    service, _, db = path.strip("/").partition("/")
+    if sentinel and not service:
+        raise ValueError("a redis+sentinel:// URL names its service: host:port/service[/db]")
+    if not sentinel and service:
+        raise ValueError("a redis+cluster:// URL has no path (a cluster has one database)")
+    if db and not db.isdigit():
+        raise ValueError("the database of a redis+sentinel:// URL is a number")
+    return ClusterUrl(scheme, user, password, nodes, service, int(db or 0))
+
+
+def redis_client(url: str, **client: Any) -> Client:
+    """The client of ``url`` (``client``: redis-py's options, e.g. ``socket_timeout``):
+    ``redis+cluster://`` a ``RedisCluster`` on those startup nodes, ``redis+sentinel://``
+    the master of the service the Sentinels name (found again after a failover), any
+    other a ``Redis``. Nothing is connected until the first command."""
+    if url.partition("://")[0].lower() not in ("redis+cluster", "redis+sentinel"):
+        return Redis.from_url(url, **client)
+    parsed = parse_cluster_url(url)
+    login: dict[str, Any] = {
+        "username": parsed.user or None,
+        "password": parsed.password or None,
+    }
+    if parsed.scheme == "redis+cluster":
+        node: Any = ClusterNode  # redis-py's cluster and sentinel classes have no hints
+        startup = [node(host, port) for host, port in parsed.nodes]
+        return RedisCluster(startup_nodes=startup, **login, **client)
+    sentinel: Any = Sentinel
+    sentinels = sentinel(parsed.nodes, sentinel_kwargs=dict(client), **client)
+    master: Redis = sentinels.master_for(parsed.service, db=parsed.db, **login)
+    return master
 
 
 def _script(name: str) -> str:
@@ -263,7 +344,7 @@ class JobStore:
 
     def __init__(
         self,
-        redis: Redis,
+        redis: Client,
         prefix: str = DEFAULT_PREFIX,
         *,
         retention_s: float = DEFAULT_RETENTION_S,
@@ -284,6 +365,7 @@ class JobStore:
         self._fail = redis.register_script(_script("fail"))
         self._attempt = redis.register_script(_script("attempt"))
         self._touch = redis.register_script(_script("touch"))
+        self._batch_end = redis.register_script(_script("batch_end"))
 
     @classmethod
     def from_url(
@@ -298,13 +380,19 @@ class JobStore:
         """A store on a new client of ``url`` (``client``: redis-py's options, e.g.
         ``socket_timeout``); nothing is connected until the first command."""
         return cls(
-            Redis.from_url(url, **client),
+            redis_client(url, **client),
             prefix,
             retention_s=retention_s,
             output_chunk_bytes=output_chunk_bytes,
         )
 
     # -- the connection ----------------------------------------------------------------
+    @property
+    def is_cluster(self) -> bool:
+        """Whether the store is spread over a Redis Cluster (a command names keys of one
+        slot only)."""
+        return isinstance(self.redis, RedisCluster)
+
     def ping(self) -> None:
         """Raise ``RedisError`` unless Redis answers."""
         self.redis.ping()
@@ -316,6 +404,8 @@ class JobStore:
     def server_url(self) -> str:
         """A URL that reaches the server this store talks to (its password included: keep
         it out of logs), for a client built elsewhere (a Celery producer)."""
+        if isinstance(self.redis, RedisCluster):
+            raise ValueError("a Redis Cluster has no one server URL: set the broker's own")
         kw = self.redis.connection_pool.connection_kwargs
         db = int(kw.get("db", 0) or 0)
         if kw.get("path"):
@@ -327,6 +417,20 @@ class JobStore:
         host, port = kw.get("host", "localhost"), kw.get("port", 6379)
         return f"redis://{auth}{host}:{port}/{db}"
 
+    def check_layout(self) -> None:
+        """Raise ``OldKeyLayout`` when Redis holds keys of the layout before shards
+        (``workers.keys.LEGACY_KEYS``), which this store would never find: a deploy of
+        this version drains first (operations.md, "Beyond one machine"). A cluster never
+        held them (that layout could not run on one)."""
+        if self.is_cluster:
+            return
+        if self.redis.exists(*(self.keys.legacy(name) for name in LEGACY_KEYS)):
+            raise OldKeyLayout(
+                f"Redis holds jobs in the key layout before shards (under "
+                f"{self.keys.prefix!r}): let the old deployment finish its jobs and "
+                "delete or keep them elsewhere, or use another CONTINUUM_KEY_PREFIX"
+            )
+
     @cached_property
     def metrics(self) -> StoreMetrics:
         """What ``GET /metrics`` reads: the jobs held, the counters, the backlogs."""
@@ -335,18 +439,16 @@ class JobStore:
         return StoreMetrics(self.redis, self.keys)
 
     def _retain(
-        self, job_id: str, now: float, retention_s: float | None, *, batch: bool = True
+        self, job_id: str, now: float, retention_s: float | None
     ) -> tuple[list[str], list[Any]]:
-        """``retain.lua``'s keys and arguments for a job that may end now. Its batch is
-        looked up first: a job's batch is written once, when it is created. The event id
-        is kept only by the script that ends the job (its callback's idempotency key)."""
+        """``retain.lua``'s keys and arguments for a job that may end now (all in its
+        shard). The event id is kept only by the script that ends the job (its callback's
+        idempotency key)."""
         keep = self.retention_s if retention_s is None else retention_s
         ms = max(1, round(keep * 1000)) if keep > 0 else 0
-        keys = list(self.keys.job_keys(job_id))
-        name = _text(self.redis.hget(keys[0], "batch")) if batch else None
-        batch_keys = [self.keys.batch(name), self.keys.batch_meta(name)] if name else []
+        keys, shard = list(self.keys.job_keys(job_id)), shard_of(job_id)
         event = uuid.uuid4().hex
-        return [*keys, self.keys.outbox, *batch_keys], [
+        return [*keys, self.keys.outbox(shard), self.keys.batch_ends(shard)], [
             ms,
             now + keep if ms else "",
             len(keys),
@@ -355,18 +457,62 @@ class JobStore:
             job_id,
         ]
 
+    # -- a batch's count of its ended jobs (``batch_end.lua``) ------------------------------
+    # The script that ends a job of a batch notes it in its shard's ``batch_ends``; the
+    # batch (another slot) counts it next, and the note goes. A process that dies between
+    # leaves the note, which the watchdog settles (``settle_batch_ends``): the count is a
+    # set of ended jobs, so a job counted twice counts once.
+    def _count_batch_end(self, job_id: str) -> None:
+        name, expires_at = self.redis.hmget(self.keys.job(job_id), ["batch", "expires_at"])
+        batch = _text(name)
+        if batch:
+            at = _text(expires_at)
+            ms = max(1, round((float(at) - time.time()) * 1000)) if at else 0
+            k = self.keys
+            self._batch_end(
+                keys=[k.batch(batch), k.batch_meta(batch), k.batch_ended(batch)],
+                args=[job_id, ms, at or ""],
+            )
+        self.redis.zrem(self.keys.batch_ends(shard_of(job_id)), job_id)
+
+    def settle_batch_ends(self, before: float, limit: int = 100) -> list[str]:
+        """Count in their batches the ended jobs noted before ``before`` and not counted
+        yet (their process died between the two writes); return their ids."""
+        found = self._each_shard(
+            lambda pipe, n: pipe.zrangebyscore(
+                self.keys.batch_ends(n), "-inf", before, start=0, num=limit
+            )
+        )
+        ids = [_s(m) for members in found for m in members][:limit]
+        for job_id in ids:
+            self._count_batch_end(job_id)
+        return ids
+
+    def _each_shard(self, command: Any) -> list[Any]:
+        """``command(pipe, shard)`` for every shard, in one pipeline (across a cluster's
+        nodes); the answers by shard."""
+        pipe = self.redis.pipeline(transaction=False)
+        for shard in range(SHARDS):
+            command(pipe, shard)
+        return list(pipe.execute())
+
     # -- jobs --------------------------------------------------------------------------
     def create(
         self, job_id: str, spec: str, state: str, *, deadline: float, batch: str | None = None
     ) -> bool:
         """Create the job unless it exists; True when this call created it."""
-        k = self.keys
-        batch_key = k.batch(batch) if batch else k.job(job_id)
-        created = self._create(
-            keys=[k.job(job_id), k.active, batch_key, k.jobs],
-            args=[job_id, spec, state, time.time(), deadline, batch or ""],
+        k, shard = self.keys, shard_of(job_id)
+        created = bool(
+            self._create(
+                keys=[k.job(job_id), k.active(shard), k.jobs(shard)],
+                args=[job_id, spec, state, time.time(), deadline, batch or ""],
+            )
         )
-        return bool(created)
+        # The batch's set is another slot: joined after the job exists, and joined again
+        # by a submission made again (a process that died between leaves it out till then).
+        if batch and (created or _text(self.redis.hget(k.job(job_id), "batch")) == batch):
+            self.redis.sadd(k.batch(batch), job_id)
+        return created
 
     def load(self, job_id: str) -> JobRecord | None:
         raw = self.redis.hgetall(self.keys.job(job_id))
@@ -462,10 +608,10 @@ class JobStore:
         list of this call's own that the commit takes whole, or deletes when it refuses.
         ``counts``: what the step adds to the deployment's counters (``Keys.metrics``),
         added only by the commit that lands."""
-        k = self.keys
+        k, shard = self.keys, shard_of(job_id)
         now = time.time()
-        retain_keys, retain_args = self._retain(job_id, now, retention_s, batch=status in TERMINAL)
-        staging, data = k.staging(uuid.uuid4().hex), _to_stage(append)
+        retain_keys, retain_args = self._retain(job_id, now, retention_s)
+        staging, data = k.staging(shard, uuid.uuid4().hex), _to_stage(append)
         try:
             mark = "" if data is None else self._stage(staging, data)
             code = self._commit(
@@ -474,9 +620,9 @@ class JobStore:
                     k.output(job_id),
                     k.lease(job_id),
                     k.commits(job_id),
-                    k.active,
+                    k.active(shard),
                     staging,
-                    k.metrics,
+                    k.metrics(shard),
                     *retain_keys,
                 ],
                 args=[
@@ -503,6 +649,8 @@ class JobStore:
             raise
         if int(code) == -4:
             raise StagingLost(f"the staged output of job {job_id} expired before its commit")
+        if int(code) == 1 and status in TERMINAL:
+            self._count_batch_end(job_id)
         return _COMMIT_CODES[int(code)]
 
     def _stage(self, staging: str, data: bytes) -> str:
@@ -533,9 +681,12 @@ class JobStore:
         retain_keys, retain_args = self._retain(job_id, now, None)
         code = int(
             self._cancel(
-                keys=[k.job(job_id), k.active, *retain_keys], args=[job_id, now, *retain_args]
+                keys=[k.job(job_id), k.active(shard_of(job_id)), *retain_keys],
+                args=[job_id, now, *retain_args],
             )
         )
+        if code == 1:
+            self._count_batch_end(job_id)
         return None if code < 0 else bool(code)
 
     def fail(self, job_id: str, error: str) -> bool:
@@ -543,8 +694,11 @@ class JobStore:
         k, now = self.keys, time.time()
         retain_keys, retain_args = self._retain(job_id, now, None)
         code = self._fail(
-            keys=[k.job(job_id), k.active, *retain_keys], args=[job_id, now, error, *retain_args]
+            keys=[k.job(job_id), k.active(shard_of(job_id)), *retain_keys],
+            args=[job_id, now, error, *retain_args],
         )
+        if int(code) == 1:
+            self._count_batch_end(job_id)
         return int(code) == 1
 
     def final_output(self, record: JobRecord) -> str | None:
@@ -595,14 +749,11 @@ class JobStore:
         top, after = cursor if cursor is not None else (math.inf, None)
         low = "-inf" if since is None else since
         high: float | str = "+inf" if top == math.inf else top
-        entries = self.redis.zrevrangebyscore(
-            self.keys.jobs, high, low, start=0, num=scan + 1, withscores=True
-        )
+        entries = list(itertools.islice(self._index(high, low, scan + 1), scan + 1))
         out: list[JobRecord] = []
         last: tuple[float, str] | None = None
         looked = 0
-        for member, raw_score in cast(list[tuple[bytes, float]], entries):
-            job_id, score = _s(member), float(raw_score)
+        for job_id, score in entries:
             if after is not None and score == top and job_id >= after:
                 continue  # seen on an earlier page (equal times come in reverse id order)
             if looked == scan or len(out) == limit:
@@ -611,7 +762,7 @@ class JobStore:
             last = (score, job_id)
             record = self._light(job_id)
             if record is None:
-                self.redis.zrem(self.keys.jobs, job_id)
+                self.redis.zrem(self.keys.jobs(shard_of(job_id)), job_id)
             elif (not statuses or record.status in statuses) and (
                 batch is None or record.batch == batch
             ):
@@ -619,25 +770,54 @@ class JobStore:
         # A full read may have spent part of itself on entries seen already (equal times).
         return out, (last if len(entries) == scan + 1 else None)
 
+    def _index(self, high: float | str, low: float | str, most: int) -> Iterator[tuple[str, float]]:
+        """The jobs index's entries from ``high`` down to ``low`` (creation times), newest
+        first and equal times in reverse id order, as one sorted set would give them: the
+        shards' entries merged, each shard read a page at a time as the merge needs it."""
+        page = max(1, min(LIST_PAGE, most))
+        firsts = self._each_shard(
+            lambda pipe, n: pipe.zrevrangebyscore(
+                self.keys.jobs(n), high, low, start=0, num=page, withscores=True
+            )
+        )
+
+        def shard(n: int, first: list[Any]) -> Iterator[tuple[str, float]]:
+            entries, start = first, 0
+            while True:
+                yield from ((_s(m), float(score)) for m, score in entries)
+                if len(entries) < page:
+                    return
+                start += page
+                entries = self.redis.zrevrangebyscore(
+                    self.keys.jobs(n), high, low, start=start, num=page, withscores=True
+                )
+
+        shards = [shard(n, first) for n, first in enumerate(firsts)]
+        return heapq.merge(*shards, key=lambda e: (e[1], e[0]), reverse=True)
+
     def _light(self, job_id: str) -> JobRecord | None:
         """The job without its spec and state (the two large fields): what lists show."""
         values = self.redis.hmget(self.keys.job(job_id), _LIGHT_FIELDS)
         found = zip(_LIGHT_FIELDS, values, strict=True)
         return _record(job_id, {name: _s(v) for name, v in found if v is not None})
 
-    def prune_jobs_index(self, most: int = 200) -> int:
-        """Drop the oldest entries of the index whose job has expired (at most ``most``
-        looked at): the watchdog calls it each sweep, so the index never outgrows the
-        jobs Redis holds. Returns how many were dropped."""
-        oldest = [_s(m) for m in cast(list[bytes], self.redis.zrange(self.keys.jobs, 0, most - 1))]
+    def prune_jobs_index(self, most: int = 256) -> int:
+        """Drop the oldest entries of the index whose job has expired (about ``most`` looked
+        at, the oldest few of each shard): the watchdog calls it each sweep, so the index
+        never outgrows the jobs Redis holds. Returns how many were dropped."""
+        per = max(1, most // SHARDS)
+        found = self._each_shard(lambda pipe, n: pipe.zrange(self.keys.jobs(n), 0, per - 1))
+        oldest = [_s(m) for members in found for m in members]
         if not oldest:
             return 0
         pipe = self.redis.pipeline(transaction=False)
         for job_id in oldest:
             pipe.exists(self.keys.job(job_id))
         gone = [j for j, alive in zip(oldest, pipe.execute(), strict=True) if not alive]
-        if gone:
-            self.redis.zrem(self.keys.jobs, *gone)
+        pipe = self.redis.pipeline(transaction=False)
+        for job_id in gone:
+            pipe.zrem(self.keys.jobs(shard_of(job_id)), job_id)
+        pipe.execute()
         return len(gone)
 
     # -- events (``retain.lua``'s ``job_event``) ------------------------------------------
@@ -656,15 +836,37 @@ class JobStore:
         read up to); the jobs that have news, with their newest event's id."""
         if not cursors:
             return {}
-        streams: dict[Any, Any] = {self.keys.events(j): after for j, after in cursors.items()}
         by_key = {self.keys.events(job): job for job in cursors}
-        found = _streams(self.redis.xread(streams, block=max(1, block_ms)))
-        return {by_key[_s(key)]: _s(entries[-1][0]) for key, entries in found if entries}
+        if not self.is_cluster:
+            streams: dict[Any, Any] = {self.keys.events(j): after for j, after in cursors.items()}
+            found = _streams(self.redis.xread(streams, block=max(1, block_ms)))
+            return {by_key[_s(key)]: _s(entries[-1][0]) for key, entries in found if entries}
+        # One XREAD names streams of one slot: a shard's; the shards are polled, not waited on.
+        groups: dict[int, dict[Any, Any]] = {}
+        for job, after in cursors.items():
+            groups.setdefault(shard_of(job), {})[self.keys.events(job)] = after
+        deadline = time.monotonic() + block_ms / 1000
+        while True:
+            pipe = self.redis.pipeline(transaction=False)
+            for streams in groups.values():
+                pipe.xread(streams, count=1000)
+            news = {
+                by_key[_s(key)]: _s(entries[-1][0])
+                for found in pipe.execute()
+                for key, entries in _streams(found)
+                if entries
+            }
+            if news or time.monotonic() >= deadline:
+                return news
+            time.sleep(min(POLL_S, max(0.0, deadline - time.monotonic())))
 
     def counters(self) -> dict[str, float]:
         """The deployment's counters (``Keys.metrics``), each as a number."""
-        raw = self.redis.hgetall(self.keys.metrics)
-        return {_s(name): float(_s(value)) for name, value in raw.items()}
+        total: dict[str, float] = {}
+        for raw in self._each_shard(lambda pipe, n: pipe.hgetall(self.keys.metrics(n))):
+            for name, value in raw.items():
+                total[_s(name)] = total.get(_s(name), 0.0) + float(_s(value))
+        return total
 
     def batch_jobs(self, batch_id: str) -> list[str]:
         return sorted(_s(m) for m in self.redis.smembers(self.keys.batch(batch_id)))
@@ -713,7 +915,7 @@ class JobStore:
         """Take the job's lease if nobody holds it (an iteration in flight holds it)."""
         k = self.keys
         code = self._acquire(
-            keys=[k.lease(job_id), k.active],
+            keys=[k.lease(job_id), k.active(shard_of(job_id))],
             args=[token, int(ttl_s * 1000), job_id, time.time() + ttl_s],
         )
         return bool(code)
@@ -722,7 +924,8 @@ class JobStore:
         k = self.keys
         deadline = time.time() + ttl_s
         code = self._renew(
-            keys=[k.lease(job_id), k.active], args=[token, int(ttl_s * 1000), job_id, deadline]
+            keys=[k.lease(job_id), k.active(shard_of(job_id))],
+            args=[token, int(ttl_s * 1000), job_id, deadline],
         )
         return bool(code)
 
@@ -731,8 +934,13 @@ class JobStore:
 
     def overdue(self, now: float, limit: int = 500) -> list[str]:
         """Unfinished jobs past their deadline whose iteration nobody holds."""
-        found = self.redis.zrangebyscore(self.keys.active, "-inf", now, start=0, num=limit)
-        ids = [_s(m) for m in found if isinstance(m, (bytes, str))]
+        found = self._each_shard(
+            lambda pipe, n: pipe.zrangebyscore(
+                self.keys.active(n), "-inf", now, start=0, num=limit, withscores=True
+            )
+        )
+        by_time = sorted((float(at), _s(m)) for members in found for m, at in members)
+        ids = [job_id for _, job_id in by_time[:limit]]
         if not ids:
             return []
         pipe = self.redis.pipeline(transaction=False)
@@ -742,11 +950,11 @@ class JobStore:
         return [job_id for job_id, h in zip(ids, held, strict=True) if not h]
 
     def postpone(self, job_id: str, deadline: float) -> None:
-        self.redis.zadd(self.keys.active, {job_id: deadline}, xx=True)
+        self.redis.zadd(self.keys.active(shard_of(job_id)), {job_id: deadline}, xx=True)
 
     def deactivate(self, job_id: str) -> None:
         """Stop watching the job (it ended, or is gone): the watchdog never sends it again."""
-        self.redis.zrem(self.keys.active, job_id)
+        self.redis.zrem(self.keys.active(shard_of(job_id)), job_id)
 
     # -- attempts: the crash budget and the kept step ------------------------------------
     # Fields of the job hash (they expire with it): ``attempt_iteration`` and ``attempts``
@@ -760,7 +968,7 @@ class JobStore:
         k = self.keys
         return int(
             self._attempt(
-                keys=[k.lease(job_id), k.active, k.job(job_id)],
+                keys=[k.lease(job_id), k.active(shard_of(job_id)), k.job(job_id)],
                 args=[token, int(ttl_s * 1000), job_id, time.time() + ttl_s, iteration],
             )
         )
@@ -795,9 +1003,11 @@ class JobStore:
         k, now = self.keys, time.time()
         retain_keys, retain_args = self._retain(job_id, now, None)
         code = self._fail_at(
-            keys=[k.job(job_id), k.active, *retain_keys],
+            keys=[k.job(job_id), k.active(shard_of(job_id)), *retain_keys],
             args=[job_id, now, error, *retain_args, iteration],
         )
+        if int(code) == 1:
+            self._count_batch_end(job_id)
         return int(code) >= 0
 
     def set_fields(self, job_id: str, **fields: str) -> None:
@@ -843,7 +1053,7 @@ class JobStore:
         asked for, not ended), -2 when it is not due yet, -3 when the job is gone."""
         k = self.keys
         number, event = self._claim_callback(
-            keys=[k.outbox, k.job(job_id), k.callback_claim(job_id)],
+            keys=[k.outbox(shard_of(job_id)), k.job(job_id), k.callback_claim(job_id)],
             args=[job_id, token, int(hold_s * 1000), time.time(), early_s],
         )
         return int(number), _s(event)
@@ -857,7 +1067,7 @@ class JobStore:
         claim: False, and nothing changed, when it ran out meanwhile."""
         k = self.keys
         settled = self._settle_callback(
-            keys=[k.outbox, k.job(job_id), k.callback_claim(job_id)],
+            keys=[k.outbox(shard_of(job_id)), k.job(job_id), k.callback_claim(job_id)],
             args=[job_id, token, event, outcome[:500], "" if retry_at is None else retry_at],
         )
         return bool(settled)
@@ -880,7 +1090,7 @@ class JobStore:
         an event already (``outbox_adopt.lua``: a job that ended before the outbox
         existed). True when it was adopted now."""
         adopted = self._adopt_callback(
-            keys=[self.keys.job(job_id), self.keys.outbox],
+            keys=[self.keys.job(job_id), self.keys.outbox(shard_of(job_id))],
             args=[job_id, uuid.uuid4().hex, time.time()],
         )
         return bool(adopted)
@@ -892,8 +1102,13 @@ class JobStore:
     def outbox_due(self, before: float, limit: int = 100) -> list[tuple[str, str]]:
         """Entries due at ``before`` or earlier, the longest overdue first: (job id, event
         id; "" in an entry written before entries named their event)."""
-        found = self.redis.zrangebyscore(self.keys.outbox, "-inf", before, start=0, num=limit)
-        return [_parse_entry(_s(m)) for m in found if isinstance(m, (bytes, str))]
+        found = self._each_shard(
+            lambda pipe, n: pipe.zrangebyscore(
+                self.keys.outbox(n), "-inf", before, start=0, num=limit, withscores=True
+            )
+        )
+        by_time = sorted((float(at), _s(m)) for members in found for m, at in members)
+        return [_parse_entry(member) for _, member in by_time[:limit]]
 
     def outbox_live(self, entries: list[tuple[str, str]]) -> list[bool]:
         """Whether each entry is still its job's: it expired (its id maybe reused) if not."""
@@ -905,10 +1120,10 @@ class JobStore:
         return [now is not None and event in ("", now) for (_, event), now in pairs]
 
     def outbox_postpone(self, job_id: str, event: str, at: float) -> None:
-        self.redis.zadd(self.keys.outbox, {_entry(job_id, event): at}, xx=True)
+        self.redis.zadd(self.keys.outbox(shard_of(job_id)), {_entry(job_id, event): at}, xx=True)
 
     def outbox_drop(self, job_id: str, event: str) -> None:
-        self.redis.zrem(self.keys.outbox, _entry(job_id, event))
+        self.redis.zrem(self.keys.outbox(shard_of(job_id)), _entry(job_id, event))
 
     # -- rate limits (``workers.ratelimit``) and dead letters (``workers.deadletter``) -----
     @cached_property

@@ -1,8 +1,9 @@
 """What ``GET /metrics`` reads from the job store, at a bounded cost (``JobStore.metrics``).
 
-The jobs Redis holds are found with ``SCAN`` (at most ``most`` job hashes, and
-``KEYS_PER_JOB`` times as many keys walked) and their small fields (``status``,
-``iteration``, ``summary``) read in pipelines of ``BATCH``; the backlogs are one pipeline.
+The jobs Redis holds are found with ``SCAN`` (on every master of a cluster; at most
+``most`` job hashes, and ``KEYS_PER_JOB`` times as many keys walked) and their small
+fields (``status``, ``iteration``, ``summary``) read in pipelines of ``BATCH``; the
+backlogs, summed over the shards (``workers.keys``), are one pipeline.
 """
 
 from __future__ import annotations
@@ -12,11 +13,13 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from workers.keys import Keys
+from redis import Redis, RedisCluster
+
+from workers.keys import SHARDS, Keys
 from workers.store import JobStatus
 
 if TYPE_CHECKING:
-    from redis import Redis
+    from workers.store import Client
 
 #: Keys asked of each ``SCAN`` call; a scrape walks at most ``KEYS_PER_JOB`` keys per job
 #: hash it may read (a job has up to six keys, and the database holds Celery's too).
@@ -61,24 +64,40 @@ def _glob_escape(text: str) -> str:
 class StoreMetrics:
     """The store's reads for the metrics (its client and key map)."""
 
-    redis: Redis
+    redis: Client
     keys: Keys
 
+    def _servers(self) -> list[Redis]:
+        """One client per server holding jobs: each master of a cluster, else the one."""
+        if isinstance(self.redis, RedisCluster):
+            primaries = self.redis.get_primaries()  # type: ignore[no-untyped-call]
+            return [node.redis_connection for node in primaries]
+        return [self.redis]
+
     def job_hashes(self, most: int) -> tuple[list[bytes], bool]:
-        """The keys of at most ``most`` job hashes (``{prefix}job:{id}``, not the job's
+        """The keys of at most ``most`` job hashes (``{prefix}{n}job:{id}``, not the job's
         other keys), and whether they are all of them."""
-        head = len(self.keys.job("x").encode()) - 1
-        pattern = _glob_escape(self.keys.job("x")[:-1]) + "*"
+        # ``{`` and ``}`` are no glob characters: ``{*}`` matches any shard's tag.
+        pattern = _glob_escape(self.keys.prefix) + "{*}job:*"
         found: set[bytes] = set()  # SCAN may return a key twice
-        cursor, walked = 0, 0
-        while True:
-            cursor, batch = self.redis.scan(cursor, match=pattern, count=SCAN_COUNT)
-            walked += SCAN_COUNT
-            found.update(k for k in map(_bytes, batch) if b":" not in k[head:])
-            if cursor == 0 and len(found) <= most:
-                return sorted(found), True
-            if len(found) >= most or walked >= most * KEYS_PER_JOB:
-                return sorted(found)[:most], False
+        walked = 0
+        servers = self._servers()
+        for server in servers:
+            cursor = 0
+            while True:
+                cursor, batch = server.scan(cursor, match=pattern, count=SCAN_COUNT)
+                walked += SCAN_COUNT
+                found.update(k for k in map(_bytes, batch) if b":" not in k.rpartition(b"}")[2][4:])
+                last = cursor == 0 and server is servers[-1]
+                if last and len(found) <= most:
+                    return sorted(found), True
+                if len(found) >= most:
+                    return sorted(found)[:most], False
+                if cursor == 0:
+                    break  # the next server
+                if walked >= most * KEYS_PER_JOB:
+                    return sorted(found)[:most], False
+        return sorted(found), True  # no server
 
     def jobs(self, most: int) -> JobTotals:
         """Every job hash's ``status``, ``iteration`` and ``summary``, summed (bounded)."""
@@ -94,8 +113,10 @@ class StoreMetrics:
 
     def backlogs(self, now: float | None = None) -> tuple[int, int]:
         """(Unfinished jobs past their deadline, callbacks not delivered yet)."""
+        now = time.time() if now is None else now
         pipe = self.redis.pipeline(transaction=False)
-        pipe.zcount(self.keys.active, "-inf", time.time() if now is None else now)
-        pipe.zcard(self.keys.outbox)
-        overdue, outbox = pipe.execute()
-        return int(overdue), int(outbox)
+        for shard in range(SHARDS):
+            pipe.zcount(self.keys.active(shard), "-inf", now)
+            pipe.zcard(self.keys.outbox(shard))
+        counts = [int(n) for n in pipe.execute()]
+        return sum(counts[0::2]), sum(counts[1::2])

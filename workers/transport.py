@@ -54,36 +54,52 @@ def envelope_problem(payload: Any, codecs: Mapping[str, Any]) -> tuple[Kind, str
     """What makes ``payload`` (a decoded queue item) no kombu message envelope, or None."""
     if not isinstance(payload, dict):
         return Kind.ENVELOPE, f"the message is a JSON {type(payload).__name__}, not an object"
+    problem = _shape_problem(payload)
+    if problem is not None:
+        return Kind.ENVELOPE, problem
+    problem = _encoding_problem(payload, codecs)
+    return None if problem is None else (Kind.BODY_ENCODING, problem)
+
+
+def _shape_problem(payload: dict[str, Any]) -> str | None:
+    """Which field of the envelope ``payload`` kombu would trip on, or None."""
     properties = payload.get("properties")
     if not isinstance(properties, dict):
-        return Kind.ENVELOPE, "the message has no 'properties' object"
+        return "the message has no 'properties' object"
     tag = properties.get("delivery_tag")
     if not isinstance(tag, str) or not 0 < len(tag) <= MAX_TAG_CHARS:
-        return Kind.ENVELOPE, "properties.delivery_tag is not a short string"
+        return "properties.delivery_tag is not a short string"
     if properties.get("delivery_info") is not None and not isinstance(
         properties["delivery_info"], dict
     ):
-        return Kind.ENVELOPE, "properties.delivery_info is not an object"
+        return "properties.delivery_info is not an object"
     if payload.get("headers") is not None and not isinstance(payload["headers"], dict):
-        return Kind.ENVELOPE, "'headers' is not an object"
+        return "'headers' is not an object"
     for name in ("content-type", "content-encoding"):
         if payload.get(name) is not None and not isinstance(payload[name], str):
-            return Kind.ENVELOPE, f"'{name}' is not a string"
+            return f"'{name}' is not a string"
     body = payload.get("body")
     if body is not None and not isinstance(body, str):
-        return Kind.ENVELOPE, f"'body' is a JSON {type(body).__name__}, not a string"
-    encoding = properties.get("body_encoding")
+        return f"'body' is a JSON {type(body).__name__}, not a string"
+    return None
+
+
+def _encoding_problem(payload: dict[str, Any], codecs: Mapping[str, Any]) -> str | None:
+    """Why the body of the envelope ``payload`` does not decode as its ``body_encoding``
+    says, or None (also with no ``body_encoding``)."""
+    encoding = payload["properties"].get("body_encoding")
     if encoding is None:
         return None
     if not isinstance(encoding, str) or encoding not in codecs:
         known = ", ".join(sorted(codecs))
         shown = repr(encoding)[:40]
-        return Kind.BODY_ENCODING, f"unknown body_encoding {shown} (known: {known})"
+        return f"unknown body_encoding {shown} (known: {known})"
+    body = payload.get("body")
     if body:
         try:
             codecs[encoding].decode(body)
         except (binascii.Error, ValueError, TypeError) as exc:
-            return Kind.BODY_ENCODING, f"the body is not valid {encoding}: {exc}"
+            return f"the body is not valid {encoding}: {exc}"
     return None
 
 
@@ -145,7 +161,7 @@ class Channel(kombu_redis.Channel):
             dead_letter(DeadLetter(Kind.TOO_LARGE, reason, raw=item, queue=queue))
             return _REFUSED
         try:
-            return loads(_str(item))  # type: ignore[no-untyped-call]
+            return loads(_str(item))
         except self.connection_errors:
             raise
         except Exception as exc:  # ValueError, RecursionError, AttributeError (object_hook)...

@@ -12,6 +12,10 @@ holding a retry's countdown), so the watchdog sends ``continuum.callback`` for i
 at most ``OUTBOX_BATCH`` per pass. An entry whose job has expired is dropped, also when a
 new job has taken its id since: Redis cannot drop a member of the outbox when a job's
 keys expire, and no claim takes an entry that is not its job's (``outbox_claim.lua``).
+
+Each pass reads every shard's indexes (``workers.keys``: 64 sorted sets per index, one
+pipeline), settles the batch counts a dead process left undone (``JobStore.settle_batch_ends``)
+and trims a few shards of the jobs index.
 """
 
 from __future__ import annotations
@@ -70,13 +74,14 @@ def sweep_outbox(
 
 
 def run_forever(rt: Runtime, enqueue: Enqueue, stop: threading.Event, notify: Notify) -> None:
-    """Sweep the jobs, the callback outbox and the jobs index every
+    """Sweep the jobs, the callback outbox, the batch counts and the jobs index every
     ``watchdog_interval_s`` until ``stop`` is set; ``enqueue`` and ``notify`` send on the
     broker of the entry point's app (``workers.producer.Producer``)."""
     while not stop.is_set():
         try:
             sweep(rt, enqueue)
             sweep_outbox(rt, notify)
+            rt.store.settle_batch_ends(time.time() - rt.settings.queue_grace_s)
             rt.store.prune_jobs_index()  # expired jobs leave the listing's index
         except Exception:  # a Redis hiccup must not end the watchdog
             log.exception("watchdog sweep failed; trying again")

@@ -11,10 +11,11 @@ from typing import Any
 
 import httpx
 import pytest
-from procs import Cluster
+from pydantic import SecretStr
 
 from api.app import create_app
 from api.settings import ApiSettings
+from tests.acceptance.procs import Cluster
 from tests.rabbitmq import delete_queues, queue_name, require_rabbitmq
 
 
@@ -93,7 +94,7 @@ def cluster_api(
                 key_prefix=redis_prefix,
                 broker_prefix=redis_prefix,
                 queue="q",
-                api_token=token,
+                api_token=None if token is None else SecretStr(token),
                 api_insecure_local=token is None,
                 **settings,
             )

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from celery import Celery
-from redis import Redis
 
 from workers.store import TERMINAL, JobRecord, JobStore
 
@@ -128,7 +127,7 @@ class Cluster:
         )
 
     def store(self) -> JobStore:
-        return JobStore(Redis.from_url(self.redis_url), prefix=self.prefix)
+        return JobStore.from_url(self.redis_url, prefix=self.prefix)
 
     def wait_ended(
         self, job_ids: list[str], timeout: float, tick: Callable[[], None] | None = None

@@ -10,10 +10,10 @@ from typing import Any
 
 import httpx
 import pytest
-from procs import Cluster
 
 from sim.app import create_app as create_sim
 from sim.model import SimModel, SimOptions
+from tests.acceptance.procs import Cluster
 
 SEED = 17
 PROMPT = "Write the inventory of the natural history museum"

@@ -20,9 +20,11 @@ from typing import Any
 
 import pytest
 from fastapi import FastAPI, Request, Response
-from procs import CONTINUUM, Cluster
 
+from tests.acceptance.procs import CONTINUUM, Cluster
+from tests.conftest import decoded
 from workers.callbacks import MAX_ATTEMPTS
+from workers.keys import SHARDS, shard_of
 
 pytestmark = pytest.mark.slow
 
@@ -68,8 +70,7 @@ class Receiver:
 def callback_field(c: Cluster, job_id: str, settled: Callable[[str], bool], timeout: float) -> str:
     deadline = time.monotonic() + timeout
     while True:
-        raw = c.store().redis.hget(f"{c.prefix}job:{job_id}", "callback")
-        value = raw.decode() if raw else ""
+        value = decoded(c.store().redis.hget(c.store().keys.job(job_id), "callback"))
         if settled(value):
             return value
         assert time.monotonic() < deadline, (job_id, value, c.logs())
@@ -106,7 +107,7 @@ def test_a_worker_killed_between_the_end_and_the_post_loses_no_callback(
     assert record is not None and record.status.value == "succeeded"
     assert record.callback == "pending" and receiver.got == []
     event = store.callback_event("kept")
-    assert store.redis.zscore(store.keys.outbox, f"kept:{event}") is not None
+    assert store.redis.zscore(store.keys.outbox(shard_of("kept")), f"kept:{event}") is not None
     c.kill(worker_a)
 
     beat = c.beat()
@@ -126,7 +127,7 @@ def test_a_worker_killed_between_the_end_and_the_post_loses_no_callback(
     view = json.loads(receiver.got[1][1])
     assert view["job"]["job_id"] == "kept" and view["job"]["status"] == "succeeded"
     assert view["result"] == store.final_output(record)
-    assert store.redis.zcard(store.keys.outbox) == 0
+    assert sum(store.redis.zcard(store.keys.outbox(s)) for s in range(SHARDS)) == 0
 
 
 def test_an_undeliverable_callback_shows_in_the_job_status(

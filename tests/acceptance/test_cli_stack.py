@@ -13,7 +13,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from procs import ROOT
+
+from tests.acceptance.procs import ROOT
 
 CONTINUUM = [sys.executable, "-m", "cli.main"]
 

@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from procs import CONTINUUM, ROOT, Cluster
-from test_cluster import SEED, cli, reference, spec
 
 from cli.main import main
 from sim.app import create_app
 from sim.model import SimOptions
+from tests.acceptance.procs import CONTINUUM, ROOT, Cluster
+from tests.acceptance.test_cluster import SEED, cli, reference, spec
 
 
 @pytest.fixture
@@ -151,7 +151,7 @@ def test_ctrl_c_stops_waiting_and_the_job_goes_on(cluster: Callable[..., Cluster
     )
     try:
         assert proc.stderr is not None
-        seen = []
+        seen: list[str] = []
         while not (line := proc.stderr.readline()).startswith("ctrl-c: queued"):
             assert line, f"submit ended before following the job: {seen}"
             seen.append(line)

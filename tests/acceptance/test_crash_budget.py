@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from procs import Cluster
-from redis import Redis
+from redis import Redis, RedisCluster
 from redis.exceptions import OutOfMemoryError
 
 from core import JobSpec
 from sim.app import create_app, make_transport
 from sim.model import SimOptions
+from tests.acceptance.procs import Cluster
 from workers.calls import ProviderPool
 from workers.embedded import EmbeddedRedis
 from workers.iteration import MAX_CRASHES
@@ -109,7 +109,8 @@ def test_a_commit_that_keeps_failing_pays_once_and_fails_the_job(
 
     def break_output() -> None:
         pipe = store.redis.pipeline(transaction=True)  # no commit lands in between
-        pipe.delete(out).hset(out, "not", "a string")
+        pipe.delete(out)
+        pipe.hset(out, "not", "a string")
         pipe.execute()
 
     if broken == "before it starts":
@@ -146,7 +147,7 @@ def small_redis(tmp_path: Path) -> Iterator[str]:
         yield server.url
 
 
-def fill(client: Redis, key: str, chunk: int = 256 * 1024) -> None:
+def fill(client: Redis | RedisCluster, key: str, chunk: int = 256 * 1024) -> None:
     """Append to ``key`` until Redis is past ``maxmemory`` (a query counts while Redis
     reads it, so one huge SET would be refused instead)."""
     for _ in range(2 * MAXMEMORY // chunk):

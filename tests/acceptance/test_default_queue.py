@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 from celery import Celery
-from procs import Cluster
 from redis import Redis
 
+from tests.acceptance.procs import Cluster
 from workers.embedded import EmbeddedRedis
 from workers.store import JobStatus
 

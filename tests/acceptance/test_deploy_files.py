@@ -417,6 +417,31 @@ def run_healthcheck(service: str, env: dict[str, str], api_port: int) -> subproc
     )
 
 
+def run_a_job(api: httpx.Client, api_port: int, procs: dict[str, Proc]) -> str:
+    """A job submitted without the token is refused; with it, it succeeds through the
+    stack. Returns its id."""
+    job = {
+        "prompt": "List the exhibits",
+        "format": "text",
+        "providers": ["sim"],
+        "model": "sim:format=text,size=2000",
+        "max_output_tokens": 300,
+    }
+    refused = httpx.post(f"http://127.0.0.1:{api_port}/v1/jobs", json=job, timeout=10)
+    assert refused.status_code == 401, refused.text
+    r = api.post("/v1/jobs", json=job)
+    assert r.status_code == 202, r.text
+    job_id: str = r.json()["job_id"]
+
+    def ended() -> dict[str, Any] | None:
+        view: dict[str, Any] = api.get(f"/v1/jobs/{job_id}").json()
+        return None if view["status"] in {"queued", "running"} else view
+
+    view = wait_until("the job ended", ended, procs)
+    assert view["status"] == "succeeded", view
+    return job_id
+
+
 @pytest.mark.slow
 def test_procfile_runs_the_stack_and_a_job_goes_through_it(
     redis_url: str, redis_prefix: str, tmp_path: Path
@@ -459,25 +484,7 @@ def test_procfile_runs_the_stack_and_a_job_goes_through_it(
             assert httpx.get(flower, auth=("user", "pass")).status_code == 200
             marks["flower"] = time.monotonic() - started
 
-            job = {
-                "prompt": "List the exhibits",
-                "format": "text",
-                "providers": ["sim"],
-                "model": "sim:format=text,size=2000",
-                "max_output_tokens": 300,
-            }
-            refused = httpx.post(f"http://127.0.0.1:{api_port}/v1/jobs", json=job, timeout=10)
-            assert refused.status_code == 401, refused.text
-            r = api.post("/v1/jobs", json=job)
-            assert r.status_code == 202, r.text
-            job_id = r.json()["job_id"]
-
-            def ended() -> dict[str, Any] | None:
-                view: dict[str, Any] = api.get(f"/v1/jobs/{job_id}").json()
-                return None if view["status"] in {"queued", "running"} else view
-
-            view = wait_until("the job ended", ended, procs)
-            assert view["status"] == "succeeded", view
+            job_id = run_a_job(api, api_port, procs)
             marks["job"] = time.monotonic() - started
             result = api.get(f"/v1/jobs/{job_id}/result")
             assert result.status_code == 200 and len(result.json()["output"]) >= 1000

@@ -41,12 +41,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from procs import ROOT
 from redis import Redis
 
+from tests.acceptance.procs import ROOT
 from tests.conftest import free_port
 from workers.embedded import running_url
-from workers.store import TERMINAL, JobStore
+from workers.store import TERMINAL, JobRecord, JobStore
 
 DOCS = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
 RUN = {"sh", "bash", "console", "python"}
@@ -338,7 +338,7 @@ def test_the_examples_run_and_their_jobs_end_as_documented(stack: DocsStack, pat
     assert set(expected) <= created, f"expected jobs not created: {set(expected) - created}"
     store = stack.store()
     deadline = time.monotonic() + JOBS_END_S
-    ended = {}
+    ended: dict[str, JobRecord] = {}
     while len(ended) < len(created):
         for job in created - set(ended):
             record = store.load(job)

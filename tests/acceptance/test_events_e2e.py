@@ -12,10 +12,10 @@ from typing import Any
 
 import httpx
 import pytest
-from procs import Cluster
 
 from sim.app import create_app as create_sim
 from sim.model import SimOptions
+from tests.acceptance.procs import Cluster
 
 TOKEN = "events-token"
 pytestmark = pytest.mark.slow

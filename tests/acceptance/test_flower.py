@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from procs import CONTINUUM, ROOT, Cluster
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.acceptance.procs import CONTINUUM, ROOT, Cluster
 from tests.conftest import free_port
 
 USER, PASSWORD = "ops", "s3cret-flower"
@@ -115,7 +116,7 @@ def iterations(tasks: dict[str, Any], job_id: str) -> list[dict[str, Any]]:
 
 def listed(flower: Flower, search: str) -> list[dict[str, Any]]:
     """The rows of Flower's task list (the page's table) that ``search`` finds."""
-    params = {
+    params: dict[str, str | int] = {
         "draw": 1,
         "start": 0,
         "length": 1000,
@@ -129,11 +130,52 @@ def listed(flower: Flower, search: str) -> list[dict[str, Any]]:
     return list(answer.json()["data"])
 
 
+def assert_iterations_carry_progress(done: list[dict[str, Any]], ok: str, worker: str) -> None:
+    """The succeeded job's iterate tasks as Flower shows them: their arguments, and a
+    result that carries the progress."""
+    # The arguments: the job id and the iteration, in JSON, nothing of the prompt.
+    for n, task in enumerate(done):
+        assert task["args"] == "[]"
+        assert json.loads(task["kwargs"]) == {"job_id": ok, "iteration": n}
+        assert "secret catalogue" not in str(task)
+        assert task["worker"] == worker
+
+    # Every succeeded iteration's result carries the progress, in JSON; the fallback too.
+    assert all(t["state"] == "SUCCESS" for t in done)
+    results = [json.loads(t["result"]) for t in done]
+    for n, result in enumerate(results):
+        assert set(PROGRESS) <= set(result), result
+        # ``iteration`` is the task's (0-based); ``iterations_done`` counts the job's.
+        assert result["job_id"] == ok and result["iteration"] == n
+        assert result["iterations_done"] == n + 1
+    assert results[-1]["status"] == "succeeded" and results[-1]["chars"] > 3000
+    assert results[-1]["chars"] == max(r["chars"] for r in results)
+    switch = results[0]["fallbacks"][0]
+    assert (switch["from_profile"], switch["to_profile"]) == ("down", "sim")
+
+
+def assert_metrics_count_iterations(flower: Flower, ok_iterations: int) -> None:
+    """Flower's /metrics (open, as docs/operations.md says) has the iterations' runtimes
+    (``ok_iterations``: those of the job that succeeded)."""
+    metrics = httpx.get(f"{flower.base}/metrics", timeout=10).text
+    labels = set(re.findall(r'task="([^"]*)"', metrics))
+    assert labels == {"continuum.generate", "continuum.iterate"}, labels
+    runtimes = [
+        sample.value
+        for family in text_string_to_metric_families(metrics)
+        for sample in family.samples
+        if sample.name == "flower_task_runtime_seconds_count"
+        and sample.labels["task"] == "continuum.iterate"
+    ]
+    assert runtimes == [ok_iterations + 1]  # every iteration that succeeded, the job's and bad's
+
+
 def test_flower_shows_iterations_with_progress_and_failures(
-    cluster: Callable[..., Cluster], tmp_path: Path
+    cluster: Callable[..., Cluster], tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     c = cluster(CONTINUUM_PROFILES=str(profiles(tmp_path)), CONTINUUM_MAX_COUNTDOWN_S="0.2")
     flower = Flower(c, tmp_path / "flower.log")
+    request.addfinalizer(flower.http.close)  # an open client is a ResourceWarning: an error
     worker = c.worker()
 
     # Up, on loopback, behind basic auth; it learns of the worker before any job is sent.
@@ -166,25 +208,7 @@ def test_flower_shows_iterations_with_progress_and_failures(
 
     done, failed = flower.wait("settled iterate tasks", settled)
 
-    # The arguments: the job id and the iteration, in JSON, nothing of the prompt.
-    for n, task in enumerate(done):
-        assert task["args"] == "[]"
-        assert json.loads(task["kwargs"]) == {"job_id": ok, "iteration": n}
-        assert "secret catalogue" not in str(task)
-        assert task["worker"] == workers[0]
-
-    # Every succeeded iteration's result carries the progress, in JSON; the fallback too.
-    assert all(t["state"] == "SUCCESS" for t in done)
-    results = [json.loads(t["result"]) for t in done]
-    for n, result in enumerate(results):
-        assert set(PROGRESS) <= set(result), result
-        # ``iteration`` is the task's (0-based); ``iterations_done`` counts the job's.
-        assert result["job_id"] == ok and result["iteration"] == n
-        assert result["iterations_done"] == n + 1
-    assert results[-1]["status"] == "succeeded" and results[-1]["chars"] > 3000
-    assert results[-1]["chars"] == max(r["chars"] for r in results)
-    switch = results[0]["fallbacks"][0]
-    assert (switch["from_profile"], switch["to_profile"]) == ("down", "sim")
+    assert_iterations_carry_progress(done, ok, workers[0])
 
     # The failed job: its first iteration asked for a retry, its last one failed with
     # the reason (the task's exception), as ``continuum status`` would say it.
@@ -219,18 +243,7 @@ def test_flower_shows_iterations_with_progress_and_failures(
         "continuum.generate",
         "continuum.iterate",
     ]
-    # Flower's /metrics (open, as docs/operations.md says) has the iterations' runtimes.
-    metrics = httpx.get(f"{flower.base}/metrics", timeout=10).text
-    labels = set(re.findall(r'task="([^"]*)"', metrics))
-    assert labels == {"continuum.generate", "continuum.iterate"}, labels
-    runtimes = [
-        sample.value
-        for family in text_string_to_metric_families(metrics)
-        for sample in family.samples
-        if sample.name == "flower_task_runtime_seconds_count"
-        and sample.labels["task"] == "continuum.iterate"
-    ]
-    assert runtimes == [len(done) + 1]  # every iteration that succeeded, the job's and bad's
+    assert_metrics_count_iterations(flower, len(done))
 
     # SIGTERM stops it cleanly.
     flower.proc.send_signal(signal.SIGTERM)

@@ -13,7 +13,8 @@ import time
 from collections.abc import Callable
 
 import pytest
-from procs import Cluster
+
+from tests.acceptance.procs import Cluster
 
 pytestmark = pytest.mark.slow
 

@@ -11,13 +11,14 @@ from typing import Any
 
 import httpx
 import pytest
-from procs import Cluster
-from test_cluster import cli, reference, send
 
 from api.app import create_app
 from api.settings import ApiSettings
 from sim.app import create_app as create_sim
 from sim.model import SimOptions
+from tests.acceptance.procs import Cluster
+from tests.acceptance.test_cluster import cli, reference, send
+from tests.conftest import decoded
 
 SEED = 21  # test_cluster.reference's simulator
 CHUNK = 1024
@@ -71,8 +72,8 @@ def test_a_job_in_1_kb_chunks_is_exact_through_the_api_and_the_cli(
     chunks = store.redis.lrange(store.keys.output("chunked"), 0, -1)
     assert len(chunks) >= len(want.encode()) // CHUNK >= 45
     assert all(len(chunk) <= CHUNK for chunk in chunks)
-    assert all(chunk.decode("utf-8") for chunk in chunks)  # whole characters each
-    assert any(len(chunk.decode()) < len(chunk) for chunk in chunks)
+    assert all(decoded(chunk) for chunk in chunks)  # whole characters each
+    assert any(len(decoded(chunk)) < len(chunk) for chunk in chunks)
     assert store.redis.hget(store.keys.job("chunked"), "output_gen") == b"1"
     assert store.final_output(record) == want
 

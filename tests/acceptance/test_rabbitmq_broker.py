@@ -15,12 +15,14 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from kombu import Connection, Exchange, Producer
-from procs import Cluster
+from kombu.connection import Connection
+from kombu.entity import Exchange
+from kombu.messaging import Producer
 from redis import Redis
 
 from sim.app import create_app
 from sim.model import SimOptions
+from tests.acceptance.procs import Cluster
 from tests.rabbitmq import depth, require_rabbitmq
 from workers.app import make_app
 from workers.settings import Settings
@@ -63,9 +65,7 @@ def test_a_countdown_is_held_by_rabbitmq_then_delivered(
     c = cluster(broker_url=rabbit)
     worker = c.worker(concurrency=2)
     app = make_app(
-        Settings(  # type: ignore[call-arg]  # every field has a default
-            REDIS_URL=c.redis_url, broker_url=rabbit, queue=c.queue, key_prefix=c.prefix
-        )
+        Settings(REDIS_URL=c.redis_url, broker_url=rabbit, queue=c.queue, key_prefix=c.prefix)
     )
     try:
         sent = time.time()

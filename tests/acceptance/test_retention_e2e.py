@@ -11,7 +11,8 @@ from typing import Any
 
 import httpx
 import pytest
-from procs import CONTINUUM, Cluster
+
+from tests.acceptance.procs import CONTINUUM, Cluster
 
 pytestmark = pytest.mark.slow
 

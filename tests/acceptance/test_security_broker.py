@@ -18,12 +18,12 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from procs import Cluster
 from redis import Redis
-from test_cluster import SEED, check_exactly_once, reference, spec
 
 from sim.app import create_app
 from sim.model import SimOptions
+from tests.acceptance.procs import Cluster
+from tests.acceptance.test_cluster import SEED, check_exactly_once, reference, spec
 from workers.deadletter import RAW_MAX_CHARS, DeadLetterBox, entry
 from workers.keys import Keys
 from workers.store import JobStore

@@ -23,13 +23,14 @@ from typing import Any
 
 import pytest
 from fastapi import FastAPI, Request, Response
-from procs import Cluster
 from pydantic import ValidationError
-from redis import Redis
-from test_flower import Flower
+from redis import Redis, RedisCluster
 
 from core import JobSpec
 from core.models import describe_errors
+from tests.acceptance.procs import Cluster
+from tests.acceptance.test_flower import Flower
+from tests.conftest import decoded
 from workers.callbacks import TIMEOUT_S
 
 pytestmark = [pytest.mark.security, pytest.mark.slow]
@@ -72,8 +73,7 @@ def callback_field(c: Cluster, job_id: str, settled: Callable[[str], bool]) -> s
     """The job's ``callback`` field once ``settled`` says it is final."""
     deadline = time.monotonic() + 30
     while True:
-        raw = c.store().redis.hget(f"{c.prefix}job:{job_id}", "callback")
-        value = raw.decode() if raw else ""
+        value = decoded(c.store().redis.hget(c.store().keys.job(job_id), "callback"))
         if settled(value):
             return value
         assert time.monotonic() < deadline, (job_id, value, c.logs())
@@ -144,19 +144,19 @@ def test_a_redirect_is_not_followed(
 # -- the planted secret ----------------------------------------------------------------------
 
 
-def redis_dump(client: Redis, prefix: str) -> dict[str, str]:
+def redis_dump(client: Redis | RedisCluster, prefix: str) -> dict[str, str]:
     """Every key under ``prefix`` and everything it holds, as text (``key`` or
     ``key field`` -> value); key names are entries too."""
     out: dict[str, str] = {}
     for raw_key in client.scan_iter(match=f"{prefix}*", count=1000):
         key = raw_key.decode("latin-1")
-        kind = client.type(raw_key).decode()
+        kind = decoded(client.type(raw_key))
         out[f"{key} (name)"] = key
         if kind == "string":
-            out[key] = (client.get(raw_key) or b"").decode("latin-1")
+            out[key] = decoded(client.get(raw_key), "latin-1")
         elif kind == "hash":
             for field, value in client.hgetall(raw_key).items():
-                out[f"{key} {field.decode('latin-1')}"] = value.decode("latin-1")
+                out[f"{key} {decoded(field, 'latin-1')}"] = decoded(value, "latin-1")
         elif kind == "list":
             out[key] = repr(client.lrange(raw_key, 0, -1))
         elif kind == "set":
@@ -237,7 +237,8 @@ def test_a_planted_callback_token_is_nowhere_but_in_the_job_spec(
     # spec, and the state that embeds it, of each job.
     dump = redis_dump(c.store().redis, c.prefix)
     assert any("celery-task-meta-" in key for key in dump)  # the results are searched
-    must = {f"{c.prefix}job:{j} {f}" for j in ("planted", "planted-v6") for f in ("spec", "state")}
+    keys = c.store().keys
+    must = {f"{keys.job(j)} {f}" for j in ("planted", "planted-v6") for f in ("spec", "state")}
     assert holding(dump, SECRET) == must
     assert holding(dump, PATH_SECRET) == must
 

@@ -10,8 +10,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from procs import Cluster
 
+from tests.acceptance.procs import Cluster
 from workers.providers.registry import NO_PROVIDER
 from workers.store import JobStatus
 

@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 from fastapi import FastAPI, Request, Response
-from procs import Cluster
 
 from sim.app import create_app
 from sim.model import SimOptions
+from tests.acceptance.procs import Cluster
 
 SECRET = "SECRET-PROMPT-7f3a"
 PROMPT = f"{SECRET} Write the confidential minutes of the board meeting"
@@ -68,7 +68,9 @@ class Sink:
 
     def wait_for(self, kind: str, **count: int) -> list[dict[str, Any]]:
         """The items of ``kind`` once ``count[task]`` came from each task (``_`` for ``.``)."""
-        want = Counter({task.replace("_", "."): n for task, n in count.items()})
+        want: Counter[str | None] = Counter(
+            {task.replace("_", "."): n for task, n in count.items()}
+        )
         deadline = time.monotonic() + WAIT_S
         while True:
             found = self.of_type(kind)

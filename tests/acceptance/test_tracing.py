@@ -23,10 +23,10 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
-from procs import CONTINUUM, ROOT, Cluster
 
 from sim.app import create_app as create_sim
 from sim.model import SimOptions
+from tests.acceptance.procs import CONTINUUM, ROOT, Cluster
 from tests.conftest import free_port
 
 SECRETS = ("path-secret-41", "query-secret-42")
@@ -108,6 +108,27 @@ def receiver() -> Iterator[Receiver]:
     r = Receiver()
     yield r
     r.server.shutdown()
+    r.server.server_close()
+
+
+def start_api(c: Cluster, tmp_path: Path) -> httpx.Client:
+    """``continuum api`` on the cluster's settings, once ``/healthz`` answers 200."""
+    port = free_port()
+    with (tmp_path / "api.log").open("wb") as log:
+        api_proc = subprocess.Popen(
+            [*CONTINUUM, "api", f"--port={port}"], env=c.env, stdout=log, stderr=log, cwd=ROOT
+        )
+    c.procs.append(api_proc)
+    api = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            if api.get("/healthz").status_code == 200:
+                return api
+        except httpx.TransportError:
+            pass
+        assert time.monotonic() < deadline, (tmp_path / "api.log").read_text()
+        time.sleep(0.1)
 
 
 @pytest.mark.slow
@@ -125,22 +146,7 @@ def test_a_job_is_one_trace_from_its_submit_to_its_last_call(
         CONTINUUM_CALLBACK_ALLOW="127.0.0.1",
     )
     c.worker()
-    port = free_port()
-    with (tmp_path / "api.log").open("wb") as log:
-        api_proc = subprocess.Popen(
-            [*CONTINUUM, "api", f"--port={port}"], env=c.env, stdout=log, stderr=log, cwd=ROOT
-        )
-    c.procs.append(api_proc)
-    api = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10)
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            if api.get("/healthz").status_code == 200:
-                break
-        except httpx.TransportError:
-            pass
-        assert time.monotonic() < deadline, (tmp_path / "api.log").read_text()
-        time.sleep(0.1)
+    api = start_api(c, tmp_path)
 
     spec = {
         "job_id": "traced",
@@ -199,6 +205,7 @@ def test_a_job_is_one_trace_from_its_submit_to_its_last_call(
     leaked = [s for s in spans if any(x in str(s) for x in SECRETS)]
     assert leaked == []
     assert hook.attributes["http.url"] == hook.attributes["url.full"] == receiver.url
+    api.close()
 
 
 def test_without_an_endpoint_nothing_is_traced_or_loaded() -> None:

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from test_cli_stack import CONTINUUM, free_port, fresh_env, processes_in
 
 from cli.stack import Component, Stack, Supervisor
+from tests.acceptance.test_cli_stack import CONTINUUM, free_port, fresh_env, processes_in
 from workers.errors import CrashLoop
 
 

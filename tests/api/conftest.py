@@ -13,12 +13,12 @@ from typing import Any
 
 import httpx
 import pytest
-from api_support import Stepper, make_settings
 from fastapi import FastAPI
 from redis import Redis
 
 from api.app import create_app
 from sim.model import SimModel, SimOptions
+from tests.api.api_support import Stepper, make_settings
 
 
 @pytest.fixture

@@ -4,8 +4,9 @@ aggregated progress, cancellation."""
 from __future__ import annotations
 
 import httpx
-from api_support import queued
 from redis import Redis
+
+from tests.api.api_support import queued
 
 VALID = {"prompt": "Write the catalogue", "format": "csv", "providers": ["sim"]}
 

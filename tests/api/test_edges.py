@@ -9,12 +9,12 @@ from typing import Any
 
 import httpx
 import pytest
-from api_support import make_settings, queued
 from redis import Redis
 
 from api.app import create_app
 from api.auth import NoToken
 from api.settings import ApiSettings, api_settings
+from tests.api.api_support import make_settings, queued
 from tests.conftest import free_port
 from workers.settings import Settings
 
@@ -130,19 +130,19 @@ def test_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     assert s.api_token is not None and s.api_token.get_secret_value() == "from-env"
     assert s.api_max_body_bytes == 2048 and s.queue == "env-queue"
     assert "from-env" not in repr(s)
-    base = Settings(queue="given")  # type: ignore[call-arg]
+    base = Settings(queue="given")
     merged = api_settings(base)
     assert merged.queue == "given" and merged.api_max_body_bytes == 2048
     monkeypatch.delenv("CONTINUUM_API_TOKEN")
     monkeypatch.delenv("CONTINUUM_API_INSECURE_LOCAL", raising=False)
-    assert ApiSettings().api_token is None  # type: ignore[call-arg]
+    assert ApiSettings().api_token is None
     with pytest.raises(NoToken, match="CONTINUUM_API_TOKEN is not set"):
-        create_app(ApiSettings())  # type: ignore[call-arg]
+        create_app(ApiSettings())
     monkeypatch.delenv("REDIS_URL", raising=False)
     monkeypatch.delenv("CONTINUUM_REDIS_URL", raising=False)
     monkeypatch.setenv("CONTINUUM_API_INSECURE_LOCAL", "1")
     with pytest.raises(RuntimeError, match="REDIS_URL is not set"):
-        create_app(ApiSettings())  # type: ignore[call-arg]
+        create_app(ApiSettings())
 
 
 def test_docs(api: httpx.Client) -> None:

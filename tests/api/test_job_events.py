@@ -11,7 +11,8 @@ from typing import Any
 
 import httpx
 import pytest
-from api_support import Stepper
+
+from tests.api.api_support import Stepper
 
 PROMPT = "List the exhibits of the museum"
 

@@ -7,10 +7,10 @@ from typing import Any
 
 import httpx
 import pytest
-from api_support import Stepper, queued
 from redis import Redis
 
 from sim.model import SimModel, SimOptions
+from tests.api.api_support import Stepper, queued
 from workers.store import JobStore
 
 PROMPT = "List the exhibits of the museum"

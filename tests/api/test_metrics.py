@@ -13,12 +13,12 @@ from typing import Any
 
 import httpx
 import pytest
-from api_support import QUEUE, make_settings
 from prometheus_client.parser import text_string_to_metric_families
 from redis import Redis
 
 from sim.app import make_transport
 from sim.model import SimModel, SimOptions
+from tests.api.api_support import QUEUE, make_settings
 from tests.conftest import free_port
 from tests.rabbitmq import delete_queues, queue_name, require_rabbitmq
 from workers.app import make_app

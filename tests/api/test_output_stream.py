@@ -9,11 +9,12 @@ import time
 from typing import Any
 
 import httpx
-from api_support import Stepper
 from redis import Redis
 
 from core import JobState
 from core.formats import STITCHERS
+from tests.api.api_support import Stepper
+from tests.conftest import decoded
 from workers.store import JobStatus, JobStore
 
 PROMPT = "List the exhibits of the museum"
@@ -37,7 +38,9 @@ def in_memory(store: JobStore, job_id: str) -> str | None:
     assert record is not None
     text = store.output(job_id)
     if record.result is not None and "prefix" in record.result:
-        return text[: record.result["prefix"]] + record.result["suffix"]
+        prefix: int = record.result["prefix"]
+        suffix: str = record.result["suffix"]
+        return text[:prefix] + suffix
     state = JobState.model_validate_json(record.state)
     assert state.scan is not None
     closed = STITCHERS[state.format].close(state.scan)
@@ -72,7 +75,7 @@ def test_a_many_chunk_output_streams_the_exact_bytes(
             break
     chunks = redis_client.lrange(store.keys.output("many"), 0, -1)
     assert len(chunks) > 50 and all(len(c) <= 64 for c in chunks)
-    assert any(len(c.decode()) < len(c) for c in chunks)  # multibyte text in them
+    assert any(len(decoded(c)) < len(c) for c in chunks)  # multibyte text in them
     result = api.get("/v1/jobs/many/result")
     record = store.load("many")
     assert record is not None and record.status is JobStatus.SUCCEEDED

@@ -8,9 +8,10 @@ from collections.abc import Callable
 
 import httpx
 import pytest
-from api_support import Stepper
 from redis import Redis
 
+from tests.api.api_support import Stepper
+from workers.keys import Keys
 from workers.store import DEFAULT_RETENTION_S
 
 INVALID = {"prompt": "Write the catalogue", "format": "yaml"}
@@ -52,7 +53,7 @@ def test_a_job_cancelled_through_the_api_expires_after_the_apis_retention(
     view = api.delete("/v1/jobs/stop-me").json()
     assert view["status"] == "cancelled"
     assert view["expires_at"] == pytest.approx(view["updated_at"] + 60, abs=1e-3)
-    assert 55_000 < redis_client.pttl(f"{redis_prefix}job:stop-me") <= 60_000
+    assert 55_000 < redis_client.pttl(Keys(redis_prefix).job("stop-me")) <= 60_000
 
 
 def test_the_batch_view_says_when_it_expires(make_api: Callable[..., httpx.Client]) -> None:

@@ -11,16 +11,18 @@ run on pytest 9.)
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import httpx
 import pytest
 import schemathesis
-from api_support import make_settings
 from hypothesis import HealthCheck, settings
 from schemathesis import Case
+from schemathesis.checks import CheckFunction
 from schemathesis.specs.openapi.checks import negative_data_rejection, positive_data_acceptance
 
 from api.app import create_app
+from tests.api.api_support import make_settings
 
 _app = create_app(make_settings("redis://127.0.0.1:1/0", "continuum-test:schema:"))
 schema = schemathesis.openapi.from_dict(_app.openapi())
@@ -43,11 +45,11 @@ def live(make_api: Callable[..., httpx.Client]) -> str:
         HealthCheck.function_scoped_fixture,  # one live app per operation, on purpose
     ],
 )
-def test_no_server_error_and_responses_match_the_schema(case: Case, live: str) -> None:
+def test_no_server_error_and_responses_match_the_schema(case: Case[Any], live: str) -> None:
     # JobSpec has rules JSON Schema cannot say (exactly one of prompt or messages, a
     # user message among the messages, ...): schema-valid data may be refused with 422.
     response = case.call(base_url=live)
-    excluded = [positive_data_acceptance]
+    excluded: list[CheckFunction] = [positive_data_acceptance]
     if response.status_code == 413:
         # A body over the API's size limit is refused before it is parsed: a rejection of
         # invalid data too (schemathesis' list of rejecting codes leaves 413 out).

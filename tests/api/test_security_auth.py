@@ -27,13 +27,13 @@ from typing import Any
 
 import httpx
 import pytest
-from api_support import make_settings, queued
 from fastapi.routing import iter_route_contexts
 from pydantic import SecretStr
 from redis import Redis
 
 from api.app import create_app
 from api.auth import AuthFirstRoute, BearerAuth, NoToken, is_loopback
+from tests.api.api_support import make_settings, queued
 from tests.conftest import free_port
 
 pytestmark = [pytest.mark.security]
@@ -159,6 +159,7 @@ def app_routes(redis_url: str, prefix: str) -> list[tuple[str, str]]:
             (method, route.path)
             for route in iter_route_contexts(app.routes)
             for method in (route.methods or ())
+            if route.path is not None
         }
         documented = {
             (method.upper(), path)

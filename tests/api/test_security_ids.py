@@ -11,10 +11,10 @@ from typing import Any
 
 import httpx
 import pytest
-from api_support import queued
 from redis import Redis
 
 from core.ids import ID_RULE, MAX_BATCH_ID, MAX_ID
+from tests.api.api_support import queued
 from workers.store import JobStore
 
 pytestmark = pytest.mark.security

@@ -9,10 +9,10 @@ from typing import Any
 
 import httpx
 import pytest
-from api_support import queued
 from redis import Redis
 
 from sim.options import SimOptions, model_options
+from tests.api.api_support import queued
 
 pytestmark = pytest.mark.security
 

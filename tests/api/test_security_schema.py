@@ -5,24 +5,23 @@ catastrophic ``pattern`` is checked at once by a worker, which then runs the nex
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import sys
 import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import httpx
 import pytest
-from api_support import Stepper, queued
 from redis import Redis
 
 from core.schema_safety import MAX_SCHEMA_DEPTH
+from tests.acceptance.procs import Cluster
+from tests.api.api_support import Stepper, queued
+from tests.conftest import decoded
 from workers.iteration import JobFailed
 from workers.store import JobStatus
 
@@ -38,7 +37,8 @@ class Canary:
     (and would serve a valid schema, so a fetch would succeed)."""
 
     def __init__(self) -> None:
-        hits = self.hits = []
+        hits: list[str] = []
+        self.hits = hits
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
@@ -152,7 +152,7 @@ def test_a_job_stored_before_the_checks_fails_before_any_model_call(
     key = stepper.rt.store.keys.job("legacy")
     ref = f"{canary.url}/schema.json"
     state = redis_client.hget(key, "state")
-    assert state is not None
+    assert isinstance(state, bytes)
     planted = state.replace(b'{"type":"object"}', json.dumps({"$ref": ref}).encode())
     assert planted != state
     redis_client.hset(key, "state", planted)
@@ -164,7 +164,7 @@ def test_a_job_stored_before_the_checks_fails_before_any_model_call(
     assert record is not None and record.status is JobStatus.FAILED
     assert ref in (record.error or "")
     assert stepper.rt.store.output("legacy") == ""  # no reply was taken (or paid for)
-    assert not [f for f in redis_client.hkeys(key) if f.startswith(b"crashes:")]
+    assert not [f for f in redis_client.hkeys(key) if decoded(f).startswith("crashes:")]
     assert canary.hits == []
 
 
@@ -227,21 +227,8 @@ def test_a_schema_too_large_or_too_costly_is_a_422(
 # -- through real worker processes -------------------------------------------------------
 
 
-def _procs() -> ModuleType:
-    """``tests/acceptance/procs.py``: real ``continuum worker`` processes."""
-    name = "continuum_acceptance_procs"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(
-            name, Path(__file__).parents[1] / "acceptance" / "procs.py"
-        )
-        assert spec is not None and spec.loader is not None
-        sys.modules[name] = module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
 @pytest.fixture
-def cluster(redis_url: str, redis_prefix: str, tmp_path: Path) -> Iterator[Any]:
+def cluster(redis_url: str, redis_prefix: str, tmp_path: Path) -> Iterator[Cluster]:
     """Worker processes on the test's Redis prefix and the API's queue (as the acceptance
     tests' ``cluster`` fixture makes them), with the in-process simulated model."""
     env = {
@@ -260,7 +247,7 @@ def cluster(redis_url: str, redis_prefix: str, tmp_path: Path) -> Iterator[Any]:
         CONTINUUM_ENABLE_SIM="1",
         PYTHONUNBUFFERED="1",
     )
-    made = _procs().Cluster(redis_url, redis_prefix, tmp_path, env)
+    made = Cluster(redis_url, redis_prefix, tmp_path, env)
     yield made
     made.stop()
 

@@ -15,11 +15,12 @@ import pytest
 from redis import Redis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import OutOfMemoryError
-from test_iteration import PROMPT, make_runtime, submit
 
 from core import JobSpec, start
+from core.models import OutputFormat
 from sim.app import make_transport
 from sim.model import SimModel, SimOptions
+from tests.integration.test_iteration import PROMPT, make_runtime, submit
 from workers.calls import ProviderPool
 from workers.embedded import EmbeddedRedis
 from workers.iteration import MAX_CRASHES, JobFailed, crash_delay, run_iteration
@@ -274,7 +275,8 @@ def reply_lost_once(rt: Runtime, monkeypatch: pytest.MonkeyPatch) -> list[Commit
     """The store's first commit lands in Redis, then its reply is lost (the connection
     drops); the worker tries again and finds the iteration committed. Returns what the
     first one wrote (its code), once it ran."""
-    commit, landed = rt.store.commit, []
+    commit = rt.store.commit
+    landed: list[CommitResult] = []
 
     def lost(*args: object, **kwargs: object) -> CommitResult:
         code = commit(*args, **kwargs)  # type: ignore[arg-type]
@@ -313,7 +315,7 @@ def test_a_final_commit_whose_reply_was_lost_sends_the_callback_at_once(
     rt = make_runtime(redis_client, redis_prefix, sim)
     spec = JobSpec(
         prompt=PROMPT,
-        format="text",
+        format=OutputFormat.TEXT,
         model="sim:format=text,size=100",
         providers=["sim"],
         max_output_tokens=300,

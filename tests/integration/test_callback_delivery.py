@@ -11,10 +11,13 @@ from typing import Any
 
 import httpx
 import pytest
+from pydantic import SecretStr
 from redis import Redis
 
+from tests.conftest import decoded
 from workers import callbacks
 from workers.callbacks import EVENT_HEADER, IDEMPOTENCY_HEADER, SIGNATURE_HEADER, Outcome
+from workers.keys import SHARDS, shard_of
 from workers.runtime import Runtime
 from workers.settings import Settings
 from workers.store import CommitResult, JobStatus, JobStore
@@ -25,7 +28,7 @@ STATE = '{"a": "state"}'  # any state but "{}" (which marks an invalid submissio
 
 
 def settings(**kw: Any) -> Settings:
-    return Settings(callback_allow="127.0.0.1", callback_secret="k", **kw)  # type: ignore[call-arg]
+    return Settings(callback_allow="127.0.0.1", callback_secret=SecretStr("k"), **kw)
 
 
 def created(store: JobStore, job_id: str, url: str | None = URL, state: str = STATE) -> None:
@@ -72,8 +75,13 @@ class Receiver:
 
 def outbox(store: JobStore) -> dict[str, float]:
     """The outbox's entries, by their members ("<job id>:<event id>") without the event."""
-    entries = store.redis.zrange(store.keys.outbox, 0, -1, withscores=True)
-    return {m.decode().partition(":")[0]: s for m, s in entries}
+    found: dict[str, float] = {}
+    for shard in range(SHARDS):
+        for entry in store.redis.zrange(store.keys.outbox(shard), 0, -1, withscores=True):
+            assert isinstance(entry, tuple | list)  # (member, score)
+            member, score = entry
+            found[decoded(member).partition(":")[0]] = float(score)
+    return found
 
 
 def due_at(store: JobStore, job_id: str, at: float) -> None:
@@ -99,7 +107,7 @@ def test_every_ending_puts_the_callback_in_the_outbox_in_the_same_write(
     assert record is not None and record.callback == "pending"
     event = store.callback_event("j")
     assert event is not None and len(event) == 32
-    assert store.redis.zrange(store.keys.outbox, 0, -1) == [f"j:{event}".encode()]
+    assert store.redis.zrange(store.keys.outbox(shard_of("j")), 0, -1) == [f"j:{event}".encode()]
 
 
 def test_no_entry_without_a_callback_url_or_for_an_invalid_submission(store: JobStore) -> None:
@@ -225,8 +233,9 @@ def test_an_entry_whose_job_expired_is_not_delivered_and_is_dropped(
     done = callbacks.attempt(store, "j", settings(), transport=receiver.transport())
     assert done.outcome is Outcome.SKIPPED and receiver.got == []
     assert not store.redis.exists(store.keys.job("j"))
-    assert sweep_outbox(runtime_for(store), receiver.got.append, now=time.time() + 60) == []
-    assert outbox(store) == {} and receiver.got == []
+    notified: list[str] = []
+    assert sweep_outbox(runtime_for(store), notified.append, now=time.time() + 60) == []
+    assert outbox(store) == {} and notified == [] and receiver.got == []
 
 
 def test_a_claim_expires_with_its_job(redis_client: Redis, redis_prefix: str) -> None:
@@ -385,7 +394,7 @@ def bare(store: JobStore, job_id: str) -> None:
     """Write the job's entry as a worker before this version did: the bare job id."""
     event = store.callback_event(job_id) or ""
     store.outbox_drop(job_id, event)
-    store.redis.zadd(store.keys.outbox, {job_id: time.time() - 10})  # and overdue
+    store.redis.zadd(store.keys.outbox(shard_of(job_id)), {job_id: time.time() - 10})  # and overdue
 
 
 def test_an_entry_written_before_entries_named_their_event_is_still_delivered(
@@ -411,7 +420,7 @@ def test_an_entry_written_before_entries_named_their_event_is_still_delivered(
     first = callbacks.attempt(store, "j", settings(), transport=receiver.transport())
     assert first.outcome is Outcome.RETRY and first.number == 1
     event = store.callback_event("j")
-    assert store.redis.zrange(store.keys.outbox, 0, -1) == [f"j:{event}".encode()]
+    assert store.redis.zrange(store.keys.outbox(shard_of("j")), 0, -1) == [f"j:{event}".encode()]
     due_at(store, "j", time.time())
     second = callbacks.attempt(store, "j", settings(), transport=receiver.transport())
     assert second.outcome is Outcome.DELIVERED and outbox(store) == {}

@@ -13,6 +13,7 @@ import pytest
 from redis import Redis
 
 from core import JobSpec, start
+from core.models import ContinuationConfig, OutputFormat
 from sim.app import make_transport
 from sim.model import SimModel, SimOptions
 from workers.calls import ProviderPool
@@ -31,7 +32,7 @@ def make_runtime(client: Redis, prefix: str, sim: SimModel, **profile: object) -
         {"name": "sim", "kind": "openai", "base_url": "http://sim/v1", **profile}
     )
     pool = ProviderPool({"sim": sim_profile}, env={}, transports={"sim": make_transport(model=sim)})
-    settings = Settings(lease_ttl_s=5, queue_grace_s=5)  # type: ignore[call-arg]
+    settings = Settings(lease_ttl_s=5, queue_grace_s=5)
     store = JobStore(client, prefix=prefix)
     return Runtime(settings, store, pool, TokenBucket(store))
 
@@ -39,11 +40,11 @@ def make_runtime(client: Redis, prefix: str, sim: SimModel, **profile: object) -
 def submit(rt: Runtime, job_id: str, model: str, fmt: str = "json") -> None:
     spec = JobSpec(
         prompt=PROMPT,
-        format=fmt,
+        format=OutputFormat(fmt),
         model=model,
         providers=["sim"],
         max_output_tokens=300,
-        continuation={"max_attempts": 100},
+        continuation=ContinuationConfig(max_attempts=100),
     )
     rt.store.create(
         job_id, spec.model_dump_json(), start(spec).model_dump_json(), deadline=time.time() + 60
@@ -164,7 +165,9 @@ def test_a_job_naming_an_unknown_profile_fails_with_the_reason(
     redis_client: Redis, redis_prefix: str
 ) -> None:
     rt = make_runtime(redis_client, redis_prefix, SimModel(SimOptions(seed=1)))
-    spec = JobSpec(prompt=PROMPT, format="text", providers=["nope"], max_output_tokens=100)
+    spec = JobSpec(
+        prompt=PROMPT, format=OutputFormat.TEXT, providers=["nope"], max_output_tokens=100
+    )
     rt.store.create(
         "u", spec.model_dump_json(), start(spec).model_dump_json(), deadline=time.time() + 60
     )
@@ -195,6 +198,7 @@ def test_an_iteration_that_keeps_raising_fails_its_job(
         record = rt.store.load("bug")
         assert record is not None
         assert record.status is (JobStatus.FAILED if attempt == MAX_CRASHES else JobStatus.QUEUED)
+    assert record is not None
     assert record.error is not None and "raised 5 times" in record.error
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from typing import cast
 
 import pytest
 import redis
@@ -72,11 +73,11 @@ def stored(store: JobStore, job_id: str = "j") -> bytes:
 
 
 def staging_keys(store: JobStore) -> list[bytes]:
-    return list(store.redis.scan_iter(match=f"{store.keys.prefix}staging:*"))
+    return list(store.redis.scan_iter(match=f"{store.keys.prefix}{{*}}staging:*"))
 
 
 def check_chunks(store: JobStore) -> None:
-    chunks = store.redis.lrange(store.keys.output("j"), 0, -1)
+    chunks = cast(list[bytes], store.redis.lrange(store.keys.output("j"), 0, -1))
     assert all(0 < len(chunk) <= CHUNK for chunk in chunks)
     assert all(chunk.decode("utf-8") for chunk in chunks)  # whole characters each
 
@@ -153,7 +154,7 @@ def test_a_stage_never_committed_expires(store: JobStore, monkeypatch: pytest.Mo
     """A worker that dies after staging leaves its parts for ``STAGING_TTL_S`` at most;
     a commit that comes after they expired commits nothing (``StagingLost``)."""
     monkeypatch.setattr(store_module, "STAGING_TTL_S", 0.3)
-    key = store.keys.staging("crashed")
+    key = store.keys.staging(0, "crashed")
     store._stage(key, BIG.encode())
     assert store.redis.llen(key) > len(BIG.encode()) // CHUNK
     assert 0 < store.redis.pttl(key) <= 300
@@ -180,11 +181,11 @@ def test_a_stage_never_committed_expires(store: JobStore, monkeypatch: pytest.Mo
 def test_a_part_sent_twice_is_not_staged_twice(store: JobStore) -> None:
     """A part resent (its reply was lost) finds the list past the mark it expects: it
     writes nothing, and the commit raises rather than commit the text with it twice."""
-    key = store.keys.staging("twice")
+    key = store.keys.staging(0, "twice")
     ttl = 60_000
     mark = store._stage_part(keys=[key], args=["é" * 100, ttl, "0:0"])
     assert store._stage_part(keys=[key], args=["é" * 100, ttl, "0:0"]) == b""
-    assert b"".join(store.redis.lrange(key, 0, -1)) == ("é" * 100).encode()
+    assert b"".join(cast(list[bytes], store.redis.lrange(key, 0, -1))) == ("é" * 100).encode()
     assert store._stage_part(keys=[key], args=["🙂", ttl, mark]) not in (b"", mark)
     store.redis.delete(key)
 
@@ -202,7 +203,8 @@ def test_parts_end_between_characters() -> None:
 
 
 def test_a_staging_key_is_named_by_its_commit() -> None:
-    """A staging key is one commit's, named by a fresh id, never a job's."""
-    assert Keys("p:").staging("abc") == "p:staging:abc"
+    """A staging key is one commit's, named by a fresh id, never a job's, in its job's
+    shard (the slot of the job's keys, which its commit takes it into)."""
+    assert Keys("p:").staging(7, "abc") == "p:{7}staging:abc"
     with pytest.raises(ValueError):
-        Keys("p:").staging("a:b")
+        Keys("p:").staging(7, "a:b")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import redis
@@ -45,7 +45,7 @@ def commit(
 
 
 def chunks(store: JobStore, job_id: str) -> list[bytes]:
-    return list(store.redis.lrange(store.keys.output(job_id), 0, -1))
+    return cast(list[bytes], store.redis.lrange(store.keys.output(job_id), 0, -1))
 
 
 def test_commits_append_in_chunks_that_never_cut_a_character(
@@ -65,7 +65,8 @@ def test_commits_append_in_chunks_that_never_cut_a_character(
     assert b"".join(parts) == want.encode()
     assert store.output("j") == want
     assert store.output_size("j") == len(want.encode())
-    assert store.final_output(store.load("j")) is None  # still running: no result
+    record = store.load("j")
+    assert record is not None and store.final_output(record) is None  # still running
 
 
 def test_a_replacement_rewrites_every_chunk(redis_client: Redis, redis_prefix: str) -> None:
@@ -193,7 +194,7 @@ def test_a_long_output_in_small_chunks_reads_in_few_round_trips(
         reads += 1
         return read(*args)
 
-    store._read = counted  # type: ignore[method-assign]
+    store._read = counted  # type: ignore[method-assign, assignment]
     began = time.perf_counter()
     assert store.output("long") == piece * 64
     assert time.perf_counter() - began < 5

@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 import pytest
 from redis import Redis
+from redis.cluster import RedisCluster
 
 from workers import callbacks
 from workers.keys import Keys
@@ -17,7 +18,7 @@ from workers.store import CommitResult, JobStatus, JobStore
 HOUR = 3600.0
 
 
-def store_for(client: Redis, prefix: str, retention_s: float = HOUR) -> JobStore:
+def store_for(client: Redis | RedisCluster, prefix: str, retention_s: float = HOUR) -> JobStore:
     return JobStore(client, prefix=prefix, retention_s=retention_s)
 
 

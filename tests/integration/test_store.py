@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from redis import Redis
 
 from workers.store import CommitResult, JobStatus, JobStore
@@ -107,3 +108,21 @@ def test_fail_marks_the_reason(redis_client: Redis, redis_prefix: str) -> None:
     record = store.load("j")
     assert record is not None and record.status is JobStatus.FAILED
     assert record.error is not None and "iteration" in record.error
+
+
+def test_a_store_refuses_to_run_on_keys_of_the_layout_before_shards(
+    redis_client: Redis, redis_prefix: str
+) -> None:
+    """Jobs written before shards (one ``{prefix}active``, ``{prefix}jobs``) would be lost
+    silently: a worker's runtime refuses to start on them, naming the way out."""
+    from workers.runtime import build_runtime  # noqa: PLC0415
+    from workers.settings import Settings  # noqa: PLC0415
+
+    store = store_for(redis_client, redis_prefix)
+    store.check_layout()  # a fresh prefix: nothing old
+    redis_client.zadd(f"{redis_prefix}jobs", {"old": 1.0})
+    with pytest.raises(RuntimeError, match="key layout before shards"):
+        store.check_layout()
+    url = store.server_url()
+    with pytest.raises(RuntimeError, match=r"finish its jobs"):
+        build_runtime(Settings(key_prefix=redis_prefix), url)

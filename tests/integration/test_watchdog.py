@@ -7,10 +7,11 @@ from collections import deque
 
 import pytest
 from redis import Redis
-from test_iteration import PROMPT, drain, make_runtime, submit
 
 from sim.model import SimModel, SimOptions
+from tests.integration.test_iteration import PROMPT, drain, make_runtime, submit
 from workers.iteration import run_iteration
+from workers.keys import shard_of
 from workers.watchdog import sweep
 
 Sent = list[tuple[str, int, float, str]]
@@ -39,7 +40,7 @@ def test_ended_jobs_leave_the_watch_list(redis_client: Redis, redis_prefix: str)
     submit(rt, "gone", "sim:format=text,size=3000", fmt="text")
     rt.store.redis.hset(rt.store.keys.job("gone"), "status", "succeeded")
     assert sweep(rt, lambda *a: None, now=time.time() + 600) == []
-    assert rt.store.redis.zscore(rt.store.keys.active, "gone") is None
+    assert rt.store.redis.zscore(rt.store.keys.active(shard_of("gone")), "gone") is None
 
 
 def test_a_crash_between_commit_and_enqueue_does_not_strand_the_job(

@@ -110,9 +110,9 @@ def test_without_a_secret_no_signature_header_is_sent() -> None:
 def test_the_secret_setting_is_never_shown(monkeypatch: pytest.MonkeyPatch) -> None:
     """``CONTINUUM_CALLBACK_SECRET`` is read, and hidden from the settings' repr."""
     monkeypatch.setenv("CONTINUUM_CALLBACK_SECRET", "s3cr3t-value")
-    settings = Settings()  # type: ignore[call-arg]
+    settings = Settings()
     assert settings.callback_secret is not None
     assert settings.callback_secret.get_secret_value() == "s3cr3t-value"
     assert "s3cr3t-value" not in repr(settings) and "s3cr3t-value" not in str(settings)
     monkeypatch.delenv("CONTINUUM_CALLBACK_SECRET")
-    assert Settings().callback_secret is None  # type: ignore[call-arg]
+    assert Settings().callback_secret is None

@@ -31,6 +31,7 @@ from core import (
     advance,
     start,
 )
+from core.models import ContinuationConfig, FinishReason, OutputFormat
 from core.progress import MARKER_TEMPLATE
 from core.prompts import REPEAT_CLOSE, REPEAT_OPEN, opening_messages
 from core.state import MAX_ITERATION_RECORDS, TAIL_CHARS
@@ -64,15 +65,21 @@ DOCS = {"json": DOC, "csv": CSV_DOC, "markdown": MARKDOWN_DOC, "text": TEXT_DOC}
 #: Not a continuation of any cut JSON: a quote then an invalid escape is an error in a
 #: string, in a key, and after any value.
 GARBAGE = '"\\x: this is not a continuation ]]}'
-PROVIDER_ERROR = ProviderResponse(text="", finish_reason="error", error="HTTP 503")
+PROVIDER_ERROR = ProviderResponse(text="", finish_reason=FinishReason.ERROR, error="HTTP 503")
 
 
 def job(fmt: str = "json", **continuation: Any) -> JobSpec:
-    return JobSpec(prompt="Write the document.", format=fmt, continuation=continuation)
+    return JobSpec(
+        prompt="Write the document.",
+        format=OutputFormat(fmt),
+        continuation=ContinuationConfig(**continuation),
+    )
 
 
 def reply(text: str, reason: str | None = "length", **kw: Any) -> ProviderResponse:
-    return ProviderResponse(text=text, finish_reason=reason, **kw)
+    return ProviderResponse(
+        text=text, finish_reason=None if reason is None else FinishReason(reason), **kw
+    )
 
 
 def present(accumulated: str, ref: OutputRef) -> str:
@@ -562,6 +569,7 @@ def test_empty_continuation_is_retried() -> None:
     cut = cut_after(DOC, '"id": 5')
     state, d1 = advance(start(job()), reply(DOC[:cut]))
     _, d2 = advance(state, reply(""))
+    assert isinstance(d1, Continue | Retry)
     assert isinstance(d2, Retry) and d2.messages[:-1] == d1.messages[:-1]
     assert "empty" in d2.messages[-1].content.removeprefix(d1.messages[-1].content)
 
@@ -843,7 +851,7 @@ def test_a_job_resumed_from_json_decides_exactly_as_one_kept_in_memory() -> None
 
 
 def _long_doc(min_chars: int) -> str:
-    items = []
+    items: list[str] = []
     text = "lorem ipsum dolor sit amet, consectetur adipiscing elit "
     i = 0
     while sum(len(x) for x in items) < min_chars:
@@ -948,10 +956,10 @@ def test_advance_never_changes_the_state_it_is_given() -> None:
     model = "sim:format=json,size=6000,fence=0.3,prose=0.3,restart=0.2,malformed=0.1"
     spec = JobSpec(
         prompt="List the exhibits",
-        format="json",
+        format=OutputFormat.JSON,
         model=model,
         max_output_tokens=200,
-        continuation={"max_attempts": 80},
+        continuation=ContinuationConfig(max_attempts=80),
     )
     state = start(spec)
     for _ in range(120):
@@ -990,8 +998,12 @@ def test_a_prefilled_reply_joins_at_the_prefill_in_a_periodic_document() -> None
     assert isinstance(d1, Continue)
     prefill = state.overlap.rstrip()
     state, d2 = advance(
-        state, reply(prefill + doc[cut - (len(state.overlap) - len(prefill)) :], "stop",
-                     prefilled=len(prefill))
+        state,
+        reply(
+            prefill + doc[cut - (len(state.overlap) - len(prefill)) :],
+            "stop",
+            prefilled=len(prefill),
+        ),
     )
     assert isinstance(d2, Finish)
     assert d1.append + d2.append == doc

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from core.ids import ID_PATTERN, MAX_ID, check_id, is_id
-from workers.keys import Keys
+from workers.keys import Keys, shard_of
 
 IDS = st.from_regex(ID_PATTERN, fullmatch=True)
 KEYS = Keys("p:")
@@ -28,7 +28,9 @@ def test_two_ids_share_no_key(one: str, two: str) -> None:
 
 @given(IDS)
 def test_a_job_key_is_no_batch_key(job_id: str) -> None:
-    assert job_keys(job_id).isdisjoint({KEYS.batch(job_id), KEYS.batch_meta(job_id), KEYS.active})
+    assert job_keys(job_id).isdisjoint(
+        {KEYS.batch(job_id), KEYS.batch_meta(job_id), KEYS.active(shard_of(job_id))}
+    )
 
 
 @pytest.mark.parametrize(

@@ -106,7 +106,9 @@ def test_schemas_apply_to_json_output_only(fmt: str) -> None:
 
 @pytest.mark.parametrize("fmt", ["json", "auto", None])
 def test_schemas_are_accepted_for_json_and_auto(fmt: str | None) -> None:
-    spec = JobSpec(prompt="p", format=fmt, validation={"json_schema": {"type": "object"}})
+    spec = JobSpec.model_validate(
+        {"prompt": "p", "format": fmt, "validation": {"json_schema": {"type": "object"}}}
+    )
     assert spec.validation.json_schema == {"type": "object"}
 
 
@@ -131,7 +133,7 @@ def test_good_job_ids_are_accepted(job_id: str) -> None:
     ],
 )
 def test_providers_accepts_a_string_or_a_list(given: Any, expected: list[str]) -> None:
-    assert JobSpec(prompt="p", providers=given).providers == expected
+    assert JobSpec.model_validate({"prompt": "p", "providers": given}).providers == expected
 
 
 def test_providers_default_to_the_workers_choice() -> None:
@@ -152,7 +154,9 @@ def test_output_format_resolution(
     fmt: str | None, continuation_fmt: str | None, expected: OutputFormat
 ) -> None:
     """``format`` or else ``continuation.format`` or else auto."""
-    spec = JobSpec(prompt="p", format=fmt, continuation={"format": continuation_fmt})
+    spec = JobSpec.model_validate(
+        {"prompt": "p", "format": fmt, "continuation": {"format": continuation_fmt}}
+    )
     assert spec.output_format is expected
 
 
@@ -174,20 +178,22 @@ def test_conversation_from_a_prompt_or_messages() -> None:
         {"role": "assistant", "content": "["},
         {"role": "user", "content": "go on"},
     ]
-    spec = JobSpec(messages=turns)
+    spec = JobSpec.model_validate({"messages": turns})
     assert [m.model_dump() for m in spec.conversation()] == turns
 
 
 def test_the_spec_round_trips_through_json() -> None:
     """The spec is a versioned JSON contract: what is sent is what is read."""
-    spec = JobSpec(
-        job_id="j1",
-        prompt="p",
-        format="json",
-        providers="openai",
-        continuation={"max_attempts": 4, "on_failure": "raise_error"},
-        validation={"json_schema": {"type": "array"}, "max_repair_attempts": 2},
-        metadata={"team": "search", "n": 3},
+    spec = JobSpec.model_validate(
+        {
+            "job_id": "j1",
+            "prompt": "p",
+            "format": "json",
+            "providers": "openai",
+            "continuation": {"max_attempts": 4, "on_failure": "raise_error"},
+            "validation": {"json_schema": {"type": "array"}, "max_repair_attempts": 2},
+            "metadata": {"team": "search", "n": 3},
+        }
     )
     assert JobSpec.model_validate_json(spec.model_dump_json()) == spec
     assert spec.version == 1
@@ -204,10 +210,10 @@ def test_models_are_frozen() -> None:
     [("stop", "stop"), ("length", "length"), ("content_filter", "content_filter"), (None, None)],
 )
 def test_provider_response_finish_reasons(reason: str | None, expected: str | None) -> None:
-    got = ProviderResponse(text="x", finish_reason=reason).finish_reason
+    got = ProviderResponse.model_validate({"text": "x", "finish_reason": reason}).finish_reason
     assert (None if got is None else got.value) == expected
 
 
 def test_provider_response_refuses_unknown_finish_reasons() -> None:
     with pytest.raises(ValidationError, match="finish_reason"):
-        ProviderResponse(text="x", finish_reason="max_tokens")
+        ProviderResponse.model_validate({"text": "x", "finish_reason": "max_tokens"})

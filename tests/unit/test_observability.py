@@ -14,7 +14,6 @@ from sentry_sdk.envelope import Envelope
 from sentry_sdk.integrations.celery import CeleryIntegration
 from sentry_sdk.transport import Transport
 
-from workers import observability
 from workers.observability import FILTERED, init_sentry, scrub, tag_iteration, tag_task
 from workers.settings import Settings
 
@@ -170,7 +169,7 @@ class Recorded:
 @pytest.fixture
 def fake_init(monkeypatch: pytest.MonkeyPatch) -> Recorded:
     recorded = Recorded()
-    monkeypatch.setattr(observability.sentry_sdk, "init", recorded)
+    monkeypatch.setattr(sentry_sdk, "init", recorded)  # the module observability calls
     return recorded
 
 
@@ -233,7 +232,7 @@ def captured() -> Iterator[list[dict[str, Any]]]:
         scope.set_client(client)
         yield events
     client.close()
-    events.extend(e.get_event() or {} for e in keep.envelopes)
+    events.extend(dict(e.get_event() or {}) for e in keep.envelopes)
 
 
 def test_tags_are_a_no_op_without_sentry() -> None:

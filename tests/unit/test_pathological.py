@@ -56,13 +56,14 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
 from core import JobSpec, ProviderResponse, advance, json_contexts, start
 from core.budget import render_budgeted
 from core.json_scan import MAX_DEPTH, JsonScanner
+from core.models import FinishReason, OutputFormat
 from core.progress import split_marker
 from core.prompts import MAX_PATH_STEPS, json_path, json_prompt_context
 from core.stitch import StitchResult, stitch
@@ -74,6 +75,9 @@ FORMATS = ("json", "csv", "markdown", "text")
 
 class _Overtime(BaseException):
     """Raised by the alarm; a BaseException, so no ``except Exception`` can swallow it."""
+
+
+T = TypeVar("T")
 
 
 @contextmanager
@@ -109,7 +113,7 @@ def bounded(seconds: float = BOUND) -> Iterator[None]:
     assert elapsed < seconds, f"took {elapsed:.1f} s"
 
 
-def timed(call: Callable[[], Any]) -> Any:
+def timed(call: Callable[[], T]) -> T:
     with bounded():
         return call()
 
@@ -273,18 +277,24 @@ def test_deep_nesting_scans_whole_and_cut_anywhere(text: str) -> None:
     assert whole.error is None
     assert whole.complete and whole.done_at == len(text)
     for cut in cuts(text):
-        scan = timed(lambda cut=cut: JsonScanner().feed(text[:cut]).feed(text[cut:]))
+        with bounded():
+            scan = JsonScanner().feed(text[:cut]).feed(text[cut:])
         assert (scan.error, scan.done_at) == (None, len(text))
-        part = timed(lambda cut=cut: JsonScanner().feed(text[:cut]))
+        with bounded():
+            part = JsonScanner().feed(text[:cut])
         assert part.error is None
         closed = timed(part.close)
         assert closed is not None
         fixed = text[: closed[0]] + closed[1]
-        assert timed(lambda fixed=fixed: JsonScanner().feed(fixed)).done_at == len(fixed)
+        with bounded():
+            assert JsonScanner().feed(fixed).done_at == len(fixed)
         # The scanner's state survives a round trip and a copy at that depth.
-        again = timed(lambda part=part: JsonScanner.from_dict(part.to_dict()).copy())
+        with bounded():
+            again = JsonScanner.from_dict(part.to_dict()).copy()
         assert again.feed(text[cut:]).done_at == len(text)
-        assert len(timed(lambda part=part: json_path(part))) < 100 * MAX_PATH_STEPS
+        with bounded():
+            path = json_path(part)
+        assert len(path) < 100 * MAX_PATH_STEPS
 
 
 TOO_DEEP = {
@@ -342,10 +352,12 @@ CONTEXT_INPUTS = {**DEEP, **TOO_DEEP, "100,000 deep object": deep_object(100_000
 def test_prompt_contexts_over_deep_trees(text: str) -> None:
     """The budgeted context and the seed's five contexts never raise, whole or cut."""
     for part in (text, text[: len(text) // 2]):
-        contexts = timed(lambda part=part: json_contexts(part, budget=2000))
+        with bounded():
+            contexts = json_contexts(part, budget=2000)
         assert contexts.hierarchy_context == part
         scan = JsonScanner().feed(part)
-        timed(lambda part=part, scan=scan: json_prompt_context(scan, part[-65536:], 2000))
+        with bounded():
+            json_prompt_context(scan, part[-65536:], 2000)
 
 
 def test_render_refuses_nesting_past_the_limit_with_a_clear_error() -> None:
@@ -391,7 +403,7 @@ _ENGINE_CASES = [
 def test_advance_takes_pathological_replies(fmt: str, index: int) -> None:
     """A first reply, then the same reply again as a continuation."""
     text = ENGINE_REPLIES[fmt][index]
-    state = start(JobSpec(prompt="Write it.", format=fmt))
-    reply = ProviderResponse(text=text, finish_reason="length")
+    state = start(JobSpec(prompt="Write it.", format=OutputFormat(fmt)))
+    reply = ProviderResponse(text=text, finish_reason=FinishReason.LENGTH)
     state, _ = timed(lambda: advance(state, reply))
     timed(lambda: advance(state, reply))

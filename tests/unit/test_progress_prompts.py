@@ -241,7 +241,7 @@ def test_continuation_keeps_the_original_conversation_first() -> None:
         Message(role="system", content="You write CSV."),
         Message(role="user", content="List 1000 cities."),
     ]
-    spec = JobSpec(messages=turns, format="csv")
+    spec = JobSpec(messages=turns, format=OutputFormat.CSV)
     messages = continuation_messages(
         spec, OutputFormat.CSV, overlap="3,Paris\n4,Lyo", context="id,city", delivered="9 chars"
     )
@@ -266,7 +266,7 @@ def test_every_format_has_its_instructions(fmt: OutputFormat) -> None:
 
 
 def test_repair_messages_feed_back_the_output_and_the_error() -> None:
-    spec = JobSpec(prompt="p", format="json")
+    spec = JobSpec(prompt="p", format=OutputFormat.JSON)
     messages = repair_messages(spec, '{"a": }', "Expecting value: line 1 column 7")
     assert [m.role for m in messages] == ["system", "user", "assistant", "user"]
     assert messages[0].content == FORMAT_INSTRUCTIONS[OutputFormat.JSON]

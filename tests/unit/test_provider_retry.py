@@ -127,9 +127,9 @@ class Scripted:
 def run(provider: Scripted) -> tuple[ProviderResponse | ProviderError, list[float]]:
     delays: list[float] = []
     try:
-        result: ProviderResponse | ProviderError = call_with_retries(
-            provider, REQUEST, sleep=delays.append, rng=Fixed(1.0)
-        )
+        reply = call_with_retries(provider, REQUEST, sleep=delays.append, rng=Fixed(1.0))
+        assert isinstance(reply, ProviderResponse)  # without ``deferrals`` nothing is deferred
+        result: ProviderResponse | ProviderError = reply
     except ProviderError as exc:
         result = exc
     return result, delays

@@ -25,6 +25,7 @@ from core import (
     review,
     start,
 )
+from core.models import FinishReason, OutputFormat, ValidationOptions
 from core.repair import MAX_REPAIR_CHARS
 
 SCHEMA: dict[str, Any] = {
@@ -52,11 +53,17 @@ INVALID_ERROR = "at $['items'][1]['id']: \"two\" is not of type \"integer\""
 
 
 def spec(**validation: Any) -> JobSpec:
-    return JobSpec(prompt="List the items as JSON.", format="json", validation=validation)
+    return JobSpec(
+        prompt="List the items as JSON.",
+        format=OutputFormat.JSON,
+        validation=ValidationOptions(**validation),
+    )
 
 
 def reply(text: str, reason: str | None = "stop") -> ProviderResponse:
-    return ProviderResponse(text=text, finish_reason=reason)
+    return ProviderResponse(
+        text=text, finish_reason=None if reason is None else FinishReason(reason)
+    )
 
 
 def generated(job: JobSpec, text: str) -> tuple[JobState, Finish]:

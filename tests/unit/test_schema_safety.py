@@ -15,7 +15,13 @@ from pydantic import ValidationError
 
 from core import Fallback, Finish, JobSpec, JobState, Retry, advance, review
 from core import schema_safety as safety
-from core.models import ProviderResponse, describe_errors
+from core.models import (
+    FinishReason,
+    OutputFormat,
+    ProviderResponse,
+    ValidationOptions,
+    describe_errors,
+)
 from core.schema_graph import REF_KEYWORDS, SchemaGraph
 from core.schema_safety import (
     MAX_SCHEMA_BYTES,
@@ -43,12 +49,14 @@ EVIL_PATTERNS = [
 def refused(field: str = "json_schema", **schema: Any) -> str:
     """The message a job with this schema is refused with."""
     with pytest.raises(ValidationError) as info:
-        JobSpec(prompt="p", format="json", validation={field: schema})
+        JobSpec.model_validate({"prompt": "p", "format": "json", "validation": {field: schema}})
     return describe_errors(info.value)
 
 
 def accepted(schema: dict[str, Any]) -> JobSpec:
-    return JobSpec(prompt="p", format="json", validation={"json_schema": schema})
+    return JobSpec(
+        prompt="p", format=OutputFormat.JSON, validation=ValidationOptions(json_schema=schema)
+    )
 
 
 def nested(depth: int, keyword: str = "not") -> dict[str, Any]:
@@ -428,10 +436,14 @@ def test_an_error_quoting_a_huge_value_is_cut() -> None:
 
 
 def finished(schema: dict[str, Any], text: str, **validation: Any) -> JobState:
-    job = JobSpec(prompt="p", format="json", validation={"json_schema": schema, **validation})
+    job = JobSpec(
+        prompt="p",
+        format=OutputFormat.JSON,
+        validation=ValidationOptions(json_schema=schema, **validation),
+    )
     state, decision = advance(
         JobState(spec=job, format=job.output_format, messages=job.conversation()),
-        ProviderResponse(text=text, finish_reason="stop"),
+        ProviderResponse(text=text, finish_reason=FinishReason.STOP),
     )
     assert isinstance(decision, Finish) and decision.review
     return state

@@ -58,7 +58,7 @@ def test_each_instruction_names_its_own_format_only(fmt: OutputFormat) -> None:
 
 
 def test_auto_states_no_format() -> None:
-    spec = JobSpec(prompt="List the exhibits", format="auto")
+    spec = JobSpec(prompt="List the exhibits", format=OutputFormat.AUTO)
     assert opening_messages(spec) == spec.conversation()
 
 
@@ -80,7 +80,7 @@ def test_a_job_gets_its_format_whatever_the_prompt_says(fmt: OutputFormat) -> No
 def test_the_model_names_format_option_comes_first() -> None:
     """``sim:format=...`` is the simulator's own knob: a test asks for a misbehaving model."""
     sim = SimModel(SimOptions(size=2000))
-    spec = JobSpec(prompt="List the exhibits", format="csv", model="sim:format=json")
+    spec = JobSpec(prompt="List the exhibits", format=OutputFormat.CSV, model="sim:format=json")
     body = _body(spec, opening_messages(spec), 10_000)
     text = sim.respond(body).body["choices"][0]["message"]["content"]
     assert text == sim.target_for({"prompt": spec.prompt, "format": "json"})

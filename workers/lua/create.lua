@@ -1,6 +1,7 @@
 -- Create a job once: a second call with the same id changes nothing (idempotent submit).
--- KEYS: job hash, active zset, batch set (or ""), the jobs index (created_at by id)
+-- KEYS: job hash, its shard's active zset and jobs index (created_at by id)
 -- ARGV: job id, spec json, state json, now, deadline, batch id (or "")
+-- The batch's set is another slot: workers.store.JobStore.create adds the job to it next.
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return 0
 end
@@ -8,8 +9,5 @@ redis.call('HSET', KEYS[1],
   'spec', ARGV[2], 'state', ARGV[3], 'status', 'queued', 'iteration', 0,
   'created_at', ARGV[4], 'updated_at', ARGV[4], 'batch', ARGV[6])
 redis.call('ZADD', KEYS[2], ARGV[5], ARGV[1])
-redis.call('ZADD', KEYS[4], ARGV[4], ARGV[1])
-if ARGV[6] ~= '' then
-  redis.call('SADD', KEYS[3], ARGV[1])
-end
+redis.call('ZADD', KEYS[3], ARGV[4], ARGV[1])
 return 1

@@ -3,8 +3,7 @@
 -- its callback (if it asked for one) its outbox entry.
 --
 -- retain(k, a): KEYS[k], KEYS[k+1], ... are the job's keys (Keys.job_keys: its hash
--- first, ARGV[a+2] of them), then the outbox, then its batch's set and meta when it has
--- a batch. ARGV[a] is the retention in ms (0: keep forever), ARGV[a+1] the job's expiry
+-- first, ARGV[a+2] of them), then its shard's outbox and batch_ends (all one slot). ARGV[a] is the retention in ms (0: keep forever), ARGV[a+1] the job's expiry
 -- (Unix time, what `expires_at` says; "" when kept forever), ARGV[a+3] the time it ends
 -- (its callback is due then), ARGV[a+4] the id of this ending's callback event,
 -- ARGV[a+5] the job id.
@@ -60,40 +59,9 @@ local function retain(k, a)
       end
     end
   end
-  local set, meta = KEYS[k + njob + 1], KEYS[k + njob + 2]
-  if meta == nil or redis.call('EXISTS', meta) == 0 then
-    return
-  end
-  -- The batch's declared size, not its set's: jobs join the set one by one while the
-  -- batch is submitted, and one that ends at once (an invalid spec) must not find itself
-  -- the last of a batch still being filled.
-  local size = tonumber(redis.call('HGET', meta, 'size') or '0')
-  if size == nil or size == 0 then
-    return
-  end
-  -- The batch lives as long as the last of its jobs. Its meta keeps the latest expiry
-  -- of its ended jobs ("" once one is kept forever); once every job has ended (each
-  -- ends once: no script ends an ended job), the batch's keys expire then.
-  local ended = redis.call('HINCRBY', meta, 'ended', 1)
-  local latest = redis.call('HGET', meta, 'jobs_expire_at')
-  if latest ~= '' then
-    if ms == 0 then
-      latest = ''
-    elseif latest == false or tonumber(latest) < tonumber(expires_at) then
-      latest = expires_at
-    end
-    redis.call('HSET', meta, 'jobs_expire_at', latest)
-  end
-  if ended < size then
-    return
-  end
-  redis.call('HSET', meta, 'expires_at', latest)
-  if latest == '' then
-    redis.call('PERSIST', set)
-    redis.call('PERSIST', meta)
-  else
-    local left = ms + math.ceil((tonumber(latest) - tonumber(expires_at)) * 1000)
-    redis.call('PEXPIRE', set, left)
-    redis.call('PEXPIRE', meta, left)
+  -- A job of a batch is noted in its shard's batch_ends, for its batch (another slot)
+  -- to count next (batch_end.lua); the note stays until the batch has.
+  if (redis.call('HGET', KEYS[k], 'batch') or '') ~= '' then
+    redis.call('ZADD', KEYS[k + njob + 1], ARGV[a + 3], ARGV[a + 5])
   end
 end

@@ -18,10 +18,16 @@ from pathlib import Path
 # Run as a script: the fakes and the repository's packages are imported by name.
 sys.path[:0] = [str(Path(__file__).parent), str(Path(__file__).parents[3])]
 
-from provider_fakes import ChatFake, Fake, ResponsesFake, Served, Switchboard  # noqa: E402
-
 from core import JobSpec  # noqa: E402
+from core.models import ContinuationConfig, OutputFormat  # noqa: E402
 from tests.conftest import serving  # noqa: E402
+from tests.integration.providers.provider_fakes import (  # noqa: E402
+    ChatFake,
+    Fake,
+    ResponsesFake,
+    Served,
+    Switchboard,
+)
 from workers.calls import ProviderPool  # noqa: E402
 from workers.local import Outcome, run_job  # noqa: E402
 from workers.providers.profiles import CHAIN_MAX_TOKENS  # noqa: E402
@@ -63,10 +69,10 @@ def measure(
     pool = ProviderPool({chosen.name: chosen}, env={})
     spec = JobSpec(
         prompt="Write the register.",
-        format="text",
+        format=OutputFormat.TEXT,
         providers=[chosen.name],
         max_output_tokens=tokens,
-        continuation={"max_attempts": 500},
+        continuation=ContinuationConfig(max_attempts=500),
     )
     try:
         result = run_job(spec, pool, sleep=lambda _: None)

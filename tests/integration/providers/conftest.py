@@ -9,7 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 import pytest
-from provider_fakes import (
+
+from tests.conftest import serving
+from tests.integration.providers.provider_fakes import (
     AnthropicFake,
     ChatFake,
     F,
@@ -18,8 +20,6 @@ from provider_fakes import (
     Served,
     Switchboard,
 )
-
-from tests.conftest import serving
 
 FAKES: dict[str, Callable[[], Fake]] = {
     "openai": ChatFake,

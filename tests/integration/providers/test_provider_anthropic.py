@@ -6,9 +6,15 @@ from __future__ import annotations
 import random
 
 import pytest
-from provider_fakes import DOCUMENT, AnthropicFake, Served, anthropic_message, ask
 
 from core.models import FinishReason, Message
+from tests.integration.providers.provider_fakes import (
+    DOCUMENT,
+    AnthropicFake,
+    Served,
+    anthropic_message,
+    ask,
+)
 from workers.errors import FatalError, PrefillUnsupported, TransientError
 from workers.providers.base import CallRequest, uses_prefill
 from workers.providers.retry import call_with_retries

@@ -4,11 +4,16 @@ continuation prompt. Against the stateful fake over real HTTP, which bills as Op
 
 from __future__ import annotations
 
-from chain_costs import measure
-from provider_fakes import ChatFake, ResponsesFake, Served, Switchboard, count
-
 from core.models import FinishReason, Message
 from core.prompts import REPEAT_OPEN
+from tests.integration.providers.chain_costs import measure
+from tests.integration.providers.provider_fakes import (
+    ChatFake,
+    ResponsesFake,
+    Served,
+    Switchboard,
+    count,
+)
 from workers.providers.base import CallRequest
 
 FIRST = [

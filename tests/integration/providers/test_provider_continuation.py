@@ -10,10 +10,17 @@ from typing import Any
 
 import httpx
 import pytest
-from provider_fakes import DOCUMENT, AnthropicFake, ChatFake, Fake, Served
 
 from core import JobSpec
+from core.models import ContinuationConfig, OutputFormat
 from core.prompts import REPEAT_CLOSE, REPEAT_OPEN
+from tests.integration.providers.provider_fakes import (
+    DOCUMENT,
+    AnthropicFake,
+    ChatFake,
+    Fake,
+    Served,
+)
 from workers.calls import ProviderPool
 from workers.local import JobResult, Outcome, run_job
 
@@ -24,10 +31,10 @@ def run(served: Served[Any], *, tokens: int = 7, **profile: Any) -> JobResult:
     pool = ProviderPool({chosen.name: chosen}, env={})
     spec = JobSpec(
         prompt="Write the words.",
-        format="text",
+        format=OutputFormat.TEXT,
         providers=[chosen.name],
         max_output_tokens=tokens,
-        continuation={"max_attempts": 60, "overlap_chars": 20},
+        continuation=ContinuationConfig(max_attempts=60, overlap_chars=20),
     )
     try:
         return run_job(spec, pool, sleep=lambda _: None)

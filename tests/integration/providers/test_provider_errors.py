@@ -12,10 +12,10 @@ from typing import Any
 
 import httpx
 import pytest
-from provider_fakes import DOCUMENT, Fake, Served, ask, tokens
 
 from core import JobSpec
-from core.models import FinishReason, ProviderResponse
+from core.models import ContinuationConfig, FinishReason, OutputFormat, ProviderResponse
+from tests.integration.providers.provider_fakes import DOCUMENT, Fake, Served, ask, tokens
 from workers.calls import ProviderPool
 from workers.errors import FatalError, TransientError
 from workers.local import Outcome, run_job
@@ -33,7 +33,9 @@ def retrying(
     provider = served.provider(env, **changes)
 
     def call(request: CallRequest) -> ProviderResponse:
-        return call_with_retries(provider, request, sleep=delays.append, rng=random.Random(0))
+        result = call_with_retries(provider, request, sleep=delays.append, rng=random.Random(0))
+        assert isinstance(result, ProviderResponse)  # without ``deferrals`` nothing is deferred
+        return result
 
     return delays, call
 
@@ -120,10 +122,10 @@ def test_each_iterations_request_id_is_in_the_jobs_metadata(any_provider: Served
     pool = ProviderPool({chosen.name: chosen}, env={})
     spec = JobSpec(
         prompt="Write the words.",
-        format="text",
+        format=OutputFormat.TEXT,
         providers=[chosen.name],
         max_output_tokens=12,
-        continuation={"max_attempts": 30, "overlap_chars": 20},
+        continuation=ContinuationConfig(max_attempts=30, overlap_chars=20),
     )
     try:
         result = run_job(spec, pool, sleep=lambda _: None)

@@ -8,9 +8,16 @@ import random
 
 import httpx
 import pytest
-from provider_fakes import DOCUMENT, ChatFake, Served, ask, chat_completion, tokens
 
 from core.models import FinishReason, Message
+from tests.integration.providers.provider_fakes import (
+    DOCUMENT,
+    ChatFake,
+    Served,
+    ask,
+    chat_completion,
+    tokens,
+)
 from workers.errors import FatalError, PrefillUnsupported, TransientError
 from workers.providers.base import CallRequest
 from workers.providers.profiles import Profile

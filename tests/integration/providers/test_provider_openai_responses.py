@@ -4,9 +4,16 @@ the payload, stateful continuation with ``previous_response_id``, and status map
 from __future__ import annotations
 
 import pytest
-from provider_fakes import DOCUMENT, ResponsesFake, Served, ask, responses_body, tokens
 
 from core.models import FinishReason, Message
+from tests.integration.providers.provider_fakes import (
+    DOCUMENT,
+    ResponsesFake,
+    Served,
+    ask,
+    responses_body,
+    tokens,
+)
 from workers.errors import FatalError, PreviousResponseNotFound
 from workers.providers.base import CallRequest
 

@@ -8,10 +8,12 @@ import random
 import socket
 import traceback
 import uuid
+from collections.abc import Callable
 
 import pytest
-from provider_fakes import Fake, Served, ask, chat_completion
 
+from core.models import ProviderResponse
+from tests.integration.providers.provider_fakes import Fake, Served, ask, chat_completion
 from workers.errors import ProviderError
 from workers.providers.registry import make_provider
 from workers.providers.retry import call_with_retries
@@ -51,27 +53,28 @@ def test_a_planted_key_appears_in_no_error_reply_or_log(
     any_provider.made.append(dead)  # type: ignore[arg-type]
 
     failures: list[BaseException] = []
-    replies = []
+    replies: list[ProviderResponse] = []
 
     def attempt(script: list[str]) -> None:
+        steps: dict[str, Callable[[], None]] = {
+            "rate": lambda: fake.rate_limited("0"),
+            "500": lambda: fake.server_error(500),
+            "400": fake.bad_request,
+            # the key straddling the point where long messages are shortened
+            "long": lambda: fake.fail(400, "x" * 470),
+            "cut": lambda: fake.raw('{"id": "x'),
+            "html": lambda: fake.raw(f"<html>{PLANTED}</html>", "text/html"),
+            "slow": lambda: fake.slow(0.5),
+            "echo": lambda: fake.json(
+                chat_completion("c1", PLANTED, f"you sent {PLANTED}", "stop")
+            ),
+        }
         for step in script:
-            {
-                "rate": lambda: fake.rate_limited("0"),
-                "500": lambda: fake.server_error(500),
-                "400": fake.bad_request,
-                # the key straddling the point where long messages are shortened
-                "long": lambda: fake.fail(400, "x" * 470),
-                "cut": lambda: fake.raw('{"id": "x'),
-                "html": lambda: fake.raw(f"<html>{PLANTED}</html>", "text/html"),
-                "slow": lambda: fake.slow(0.5),
-                "echo": lambda: fake.json(
-                    chat_completion("c1", PLANTED, f"you sent {PLANTED}", "stop")
-                ),
-            }[step]()
+            steps[step]()
         try:
-            replies.append(
-                call_with_retries(provider, ask(), sleep=lambda s: None, rng=random.Random(0))
-            )
+            reply = call_with_retries(provider, ask(), sleep=lambda s: None, rng=random.Random(0))
+            assert isinstance(reply, ProviderResponse)  # without ``deferrals`` nothing is deferred
+            replies.append(reply)
         except ProviderError as exc:
             failures.append(exc)
 
@@ -101,10 +104,10 @@ def test_a_planted_key_appears_in_no_error_reply_or_log(
         for r in fake.requests
     )
     assert len(failures) == 9
-    for exc in failures:
-        text = "".join(traceback.format_exception(exc)) + repr(exc)
+    for failure in failures:
+        text = "".join(traceback.format_exception(failure)) + repr(failure)
         assert not leaks(text), text
-        assert "***" in text or "401" not in str(exc)
+        assert "***" in text or "401" not in str(failure)
     for reply in replies:
         assert not leaks(reply.model_dump_json())
     assert caplog.records
