@@ -162,5 +162,5 @@ class Keys:
         return f"{self.prefix}deadletter"
 
     def legacy(self, name: str) -> str:
-        """A key of the layout before shards (``workers.store_migrate``)."""
+        """A key of the layout before shards (``JobStore.check_layout`` looks for them)."""
         return f"{self.prefix}{name}"

@@ -211,14 +211,18 @@ class DocsStack:
         return JobStore(Redis.from_url(self.redis_url))
 
     def job_ids(self) -> set[str]:
-        """Every job in the stack's Redis (the ``continuum:job:<id>`` hashes)."""
+        """Every job in the stack's Redis (the ``continuum:{n}job:<id>`` hashes)."""
         redis = Redis.from_url(self.redis_url)
         ids = set()
-        for key in redis.scan_iter(match="continuum:job:*", count=1000):
-            job_id = key.decode().removeprefix("continuum:job:")
-            if ":" not in job_id:
-                ids.add(job_id)
+        for key in redis.scan_iter(match="continuum:{*}job:*", count=1000):
+            found = _JOB_KEY.fullmatch(key.decode())
+            if found is not None:
+                ids.add(found.group(1))
         return ids
+
+
+#: A job's hash under the default prefix and its shard's hash tag (not its ``:out`` etc.).
+_JOB_KEY = re.compile(r"continuum:\{\d+\}job:([^:]+)")
 
 
 def _wait_for_line(log: Path, needle: str, proc: subprocess.Popen[bytes]) -> str:

@@ -77,7 +77,7 @@ def test_an_ended_job_and_its_batch_vanish_after_the_retention(
     deadline = time.monotonic() + RETENTION_S + 8
     while left := sorted(
         k.decode()
-        for pattern in ("job:*", "batch:*")
+        for pattern in ("{*}job:*", "{batch:*")  # a job's keys (shard tag), a batch's
         for k in store.redis.scan_iter(match=f"{c.prefix}{pattern}")
     ):
         assert time.monotonic() < deadline, f"still in Redis: {left}\n{c.logs()}"
