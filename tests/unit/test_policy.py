@@ -4,7 +4,6 @@ each decision of the engine, how a provider's wait is spent, and that the runner
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -41,23 +40,12 @@ from core.policy import (
     provider_wait,
     settle,
 )
+from tests.unit.test_provider_retry import Fixed
 from workers.errors import ProviderError, TransientError
 from workers.local import run_calls
 from workers.providers.base import CallRequest
 from workers.providers.profiles import Profile
 from workers.providers.retry import call_with_retries
-
-
-class Fixed(random.Random):
-    """An rng whose uniform(a, b) is always the given fraction of the way from a to b."""
-
-    def __init__(self, fraction: float) -> None:
-        super().__init__(0)
-        self.fraction = fraction
-
-    def uniform(self, a: float, b: float) -> float:
-        return a + (b - a) * self.fraction
-
 
 REF = OutputRef(prefix=7, suffix="]}")
 NO_MESSAGES: list[Message] = []
