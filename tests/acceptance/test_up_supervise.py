@@ -86,8 +86,9 @@ class Output:
         stdout = proc.stdout
 
         def pump() -> None:
-            for line in stdout:
-                self._queue.put(line)
+            with stdout:  # closed at the end of the output: an open pipe is a ResourceWarning
+                for line in stdout:
+                    self._queue.put(line)
             self._queue.put(None)
 
         threading.Thread(target=pump, daemon=True).start()
