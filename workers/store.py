@@ -418,13 +418,19 @@ class JobStore:
         return f"redis://{auth}{host}:{port}/{db}"
 
     def check_layout(self) -> None:
-        """Raise ``OldKeyLayout`` when Redis holds keys of the layout before shards
-        (``workers.keys.LEGACY_KEYS``), which this store would never find: a deploy of
-        this version drains first (operations.md, "Beyond one machine"). A cluster never
-        held them (that layout could not run on one)."""
+        """Raise ``OldKeyLayout`` when Redis holds work of the key layout before shards,
+        which this store would never find: unfinished jobs (``active``), undelivered
+        callbacks (``outbox``), or a retained job still listed (``jobs``: its newest entry's
+        hash). A deploy of this version drains first (operations.md, "Beyond one machine").
+        Left-overs with no work in them (the old counters, an index of expired jobs) do not
+        stop it. A cluster never held them (that layout could not run on one)."""
         if self.is_cluster:
             return
-        if self.redis.exists(*(self.keys.legacy(name) for name in LEGACY_KEYS)):
+        old = [self.keys.legacy(name) for name in LEGACY_KEYS if name in ("active", "outbox")]
+        found = self.redis.zrevrange(self.keys.legacy("jobs"), 0, 0)  # members, no scores
+        newest = [_s(m) for m in found if isinstance(m, bytes | str)]
+        retained = bool(newest) and bool(self.redis.exists(self.keys.legacy(f"job:{newest[0]}")))
+        if retained or self.redis.exists(*old):
             raise OldKeyLayout(
                 f"Redis holds jobs in the key layout before shards (under "
                 f"{self.keys.prefix!r}): let the old deployment finish its jobs and "

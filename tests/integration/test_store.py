@@ -7,6 +7,7 @@ import time
 import pytest
 from redis import Redis
 
+from workers.errors import OldKeyLayout
 from workers.store import CommitResult, JobStatus, JobStore
 
 
@@ -120,8 +121,16 @@ def test_a_store_refuses_to_run_on_keys_of_the_layout_before_shards(
 
     store = store_for(redis_client, redis_prefix)
     store.check_layout()  # a fresh prefix: nothing old
-    redis_client.zadd(f"{redis_prefix}jobs", {"old": 1.0})
-    with pytest.raises(RuntimeError, match="key layout before shards"):
+    redis_client.hset(f"{redis_prefix}metrics", "iterations", 5)  # old counters: no work
+    redis_client.zadd(f"{redis_prefix}jobs", {"old": 1.0})  # an expired job's entry
+    store.check_layout()
+    redis_client.hset(f"{redis_prefix}job:old", "status", "succeeded")  # still retained
+    with pytest.raises(OldKeyLayout, match="key layout before shards"):
+        store.check_layout()
+    redis_client.delete(f"{redis_prefix}job:old")
+    store.check_layout()
+    redis_client.zadd(f"{redis_prefix}active", {"running": 1.0})  # unfinished work
+    with pytest.raises(OldKeyLayout, match="key layout before shards"):
         store.check_layout()
     url = store.server_url()
     with pytest.raises(RuntimeError, match=r"finish its jobs"):
