@@ -30,7 +30,6 @@ import os
 import pstats
 import statistics
 import tempfile
-import threading
 import time
 import uuid
 from collections import Counter, defaultdict
@@ -38,11 +37,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from redis import Redis
-
 import sim.app as sim_app
 import workers.iteration as iteration_module
 from benchmarks.queue_jobs import sized_spec
+from benchmarks.queue_measure import command_name, monitored
 from core import JobState, start
 from core.models import JobSpec
 from workers.embedded import EmbeddedRedis
@@ -210,29 +208,12 @@ def monitor(url: str) -> Iterator[tuple[Counter[str], Counter[str]]]:
     """Count the commands clients send meanwhile, and those Lua scripts run."""
     sent: Counter[str] = Counter()
     scripted: Counter[str] = Counter()
-    stop_word = f"profile-monitor-stop-{uuid.uuid4().hex}"
-    conn = Redis.from_url(url)
-    ready = threading.Event()
 
-    def listen() -> None:
-        with conn.monitor() as m:  # type: ignore[no-untyped-call]  # redis-py: untyped
-            ready.set()
-            for cmd in m.listen():
-                if stop_word in cmd["command"]:
-                    return
-                name = cmd["command"].split(" ", 1)[0].upper()
-                (scripted if cmd.get("client_type") == "lua" else sent)[name] += 1
+    def tally(cmd: dict[str, Any]) -> None:
+        (scripted if cmd.get("client_type") == "lua" else sent)[command_name(cmd)] += 1
 
-    thread = threading.Thread(target=listen, daemon=True)
-    thread.start()
-    ready.wait(5)
-    time.sleep(0.1)
-    try:
+    with monitored(url, tally):
         yield sent, scripted
-    finally:
-        Redis.from_url(url).echo(stop_word)
-        thread.join(10)
-        conn.close()
 
 
 def per_iteration(counts: Counter[str], n: int) -> str:

@@ -11,17 +11,15 @@ MONITOR counts the Redis commands a hop sends.
 from __future__ import annotations
 
 import contextlib
-import threading
 import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
-
-from redis import Redis
+from typing import Any
 
 from benchmarks.queue_harness import Harness
 from benchmarks.queue_jobs import continuum_chain, sized_spec
-from benchmarks.queue_measure import Row, Samples, Usage, ms, timed_hops
+from benchmarks.queue_measure import Row, Samples, Usage, command_name, monitored, ms, timed_hops
 
 PROMPT = "Write a long story about the sea."
 #: Hops of the chain each case runs once more, under MONITOR.
@@ -36,31 +34,14 @@ def monitor(h: Harness) -> Iterator[Counter[str]]:
     """Count the commands clients send meanwhile (not those run inside Lua scripts, nor
     the harness's polls)."""
     counts: Counter[str] = Counter()
-    stop_word = f"bench-monitor-stop-{uuid.uuid4().hex}"
-    conn = Redis.from_url(h.url)
-    ready = threading.Event()
 
-    def listen() -> None:
-        with conn.monitor() as m:  # type: ignore[no-untyped-call]  # redis-py: untyped
-            ready.set()
-            for cmd in m.listen():
-                if stop_word in cmd["command"]:
-                    return
-                source = f"{cmd.get('client_address')}:{cmd.get('client_port')}"
-                if cmd.get("client_type") == "lua" or source == h.poller_addr:
-                    continue
-                counts[cmd["command"].split(" ", 1)[0].upper()] += 1
+    def tally(cmd: dict[str, Any]) -> None:
+        source = f"{cmd.get('client_address')}:{cmd.get('client_port')}"
+        if cmd.get("client_type") != "lua" and source != h.poller_addr:
+            counts[command_name(cmd)] += 1
 
-    thread = threading.Thread(target=listen, daemon=True)
-    thread.start()
-    ready.wait(5)
-    time.sleep(0.1)
-    try:
+    with monitored(h.url, tally):
         yield counts
-    finally:
-        h.redis.echo(stop_word)
-        thread.join(10)
-        conn.close()
 
 
 def per_hop_commands(counts: Counter[str], hops: int) -> str:

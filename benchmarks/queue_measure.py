@@ -9,11 +9,17 @@ shows them.
 
 from __future__ import annotations
 
+import contextlib
 import statistics
+import threading
 import time
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from redis import Redis
 
 from benchmarks.queue_harness import CLK_TCK, Harness, Worker
 
@@ -122,3 +128,36 @@ def print_table(rows: list[Row]) -> None:
     for r in rows:
         met = "-" if r.met is None else ("yes" if r.met else "**no**")
         print(f"| {r.case} | {r.a} | {r.b} | {r.result} | {r.target} | {met} |")
+
+
+@contextlib.contextmanager
+def monitored(url: str, tally: Callable[[dict[str, Any]], None]) -> Iterator[None]:
+    """Hand ``tally`` every command Redis at ``url`` runs meanwhile (``MONITOR``: each a
+    dict with ``command``, ``client_type``, ``client_address``, ``client_port``)."""
+    stop_word = f"bench-monitor-stop-{uuid.uuid4().hex}"
+    conn = Redis.from_url(url)
+    ready = threading.Event()
+
+    def listen() -> None:
+        with conn.monitor() as m:  # type: ignore[no-untyped-call]  # redis-py: untyped
+            ready.set()
+            for cmd in m.listen():
+                if stop_word in cmd["command"]:
+                    return
+                tally(cmd)
+
+    thread = threading.Thread(target=listen, daemon=True)
+    thread.start()
+    ready.wait(5)
+    time.sleep(0.1)
+    try:
+        yield
+    finally:
+        with Redis.from_url(url) as client:
+            client.echo(stop_word)
+        thread.join(10)
+        conn.close()
+
+
+def command_name(cmd: dict[str, Any]) -> str:
+    return str(cmd["command"]).split(" ", 1)[0].upper()

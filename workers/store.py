@@ -471,15 +471,16 @@ class JobStore:
     def _count_batch_end(self, job_id: str) -> None:
         name, expires_at = self.redis.hmget(self.keys.job(job_id), ["batch", "expires_at"])
         batch = _text(name)
-        if batch:
-            at = _text(expires_at)
-            ms = max(1, round((float(at) - time.time()) * 1000)) if at else 0
-            k = self.keys
-            self._batch_end(
-                keys=[k.batch(batch), k.batch_meta(batch), k.batch_ended(batch)],
-                args=[job_id, ms, at or ""],
-            )
-        self.redis.zrem(self.keys.batch_ends(shard_of(job_id)), job_id)
+        if not batch:
+            return  # retain.lua notes the jobs of a batch only: nothing to count or drop
+        at = _text(expires_at)
+        ms = max(1, round((float(at) - time.time()) * 1000)) if at else 0
+        k = self.keys
+        self._batch_end(
+            keys=[k.batch(batch), k.batch_meta(batch), k.batch_ended(batch)],
+            args=[job_id, ms, at or ""],
+        )
+        self.redis.zrem(k.batch_ends(shard_of(job_id)), job_id)
 
     def settle_batch_ends(self, before: float, limit: int = 100) -> list[str]:
         """Count in their batches the ended jobs noted before ``before`` and not counted

@@ -18,10 +18,7 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,12 +28,12 @@ import httpx
 import pytest
 
 from api.docs_assets import ASSETS
+from tests.api.test_security_auth import running, uvicorn_argv
 from tests.conftest import free_port
 
 ROOT = Path(__file__).parents[2]
 TOKEN = "docs-page-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
-START_TIMEOUT = 60.0
 BROWSER_TIMEOUT = 120.0
 #: Milliseconds of page time Chromium runs the page's scripts for before it dumps the DOM
 #: (virtual time: it ends as soon as the page is idle).
@@ -205,31 +202,8 @@ def api_process(redis_url: str, prefix: str, log: Path, *extra: str) -> Iterator
         CONTINUUM_QUEUE="q",
         CONTINUUM_API_TOKEN=TOKEN,
     )
-    argv = [
-        sys.executable, "-m", "uvicorn", "--factory", "api.app:create_app",
-        "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning", *extra,
-    ]  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    with log.open("wb") as fh:
-        proc = subprocess.Popen(argv, env=env, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + START_TIMEOUT
-        while True:
-            assert proc.poll() is None, f"uvicorn exited:\n{log.read_text(errors='replace')}"
-            try:
-                httpx.get(f"{base}/healthz", timeout=2)
-                break
-            except httpx.HTTPError:
-                assert time.monotonic() < deadline, log.read_text(errors="replace")
-                time.sleep(0.1)
-        yield base
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    with running(uvicorn_argv(port, *extra), env, port, log) as server:
+        yield server.base
 
 
 @pytest.mark.slow
