@@ -93,7 +93,9 @@ def test_bad_messages_are_dead_lettered_and_the_worker_goes_on(
     worker = c.worker(concurrency=1)  # declares the queue (quorum, on a topic exchange)
     exchange = Exchange(c.queue, type="topic")
     headers = {"lang": "py", "id": "poison-unknown", "task": "no.such.task"}
-    with Connection(rabbit) as conn:
+    # Publisher confirms: each poison message is in the queue before "after" is sent on
+    # another connection (without them, RabbitMQ may enqueue "after" first).
+    with Connection(rabbit, transport_options={"confirm_publish": True}) as conn:
         producer = Producer(conn.channel(), exchange=exchange, routing_key=c.queue)
         producer.publish(b"\x00not json at all", content_type="application/json")
         producer.publish(b"just bytes", content_type="application/octet-stream")
@@ -108,6 +110,11 @@ def test_bad_messages_are_dead_lettered_and_the_worker_goes_on(
     assert record.status is JobStatus.SUCCEEDED, record.error
     assert worker.poll() is None  # still running
     assert depth(rabbit, c.queue) == 0  # nothing left to be delivered again
+    # The consumer records the first four; the pool child records the invalid arguments
+    # when that task fails, which need not be before "after" ends.
+    deadline = time.monotonic() + 30
+    while redis_client.llen(f"{c.prefix}deadletter") < 5 and time.monotonic() < deadline:
+        time.sleep(0.05)
     letters = [json.loads(x) for x in redis_client.lrange(f"{c.prefix}deadletter", 0, -1)]
     kinds = sorted(letter["kind"] for letter in letters)
     expected = ["content-type-refused", "invalid-arguments", "not-a-task", "undecodable-body"]
