@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from core import JobState, OutputFormat
-from core.formats import STITCHERS
+from core.formats import resume_stitcher
 from workers.store import JobRecord, JobStore
 
 #: Reads of a job and its output before giving up on a pair no commit separates.
@@ -93,9 +93,9 @@ def present(snap: Snapshot) -> Shown | None:
     if result is not None and "prefix" in result:  # the job ended with a result
         return Shown(job_id, snap.size, int(result["prefix"]), str(result["suffix"]), snap.gen)
     state = snap.state
-    if state is None or state.scan is None or state.format is OutputFormat.AUTO:
+    if state is None or state.scan is None:
         return None
-    closed = STITCHERS[state.format].close(state.scan)
+    closed = resume_stitcher(state.scan).close()
     if closed is None:
         return None
     prefix, suffix = closed

@@ -32,7 +32,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from core.budget_tree import Closed, CutTree, Frame, Kind, parse_cut, scanstring
+from core.budget_tree import Closed, CutTree, Frame, Kind, parse_cut
+from core.json_scan import scanstring
 
 #: Below this many characters left, the walk switches to summary mode (budget set to 0).
 SUMMARY_THRESHOLD = 50

@@ -7,58 +7,59 @@ brackets are structure and cost nothing). So a closed container is folded into o
 :class:`Closed` record the moment its bracket closes, and its inner nodes are dropped:
 memory is O(depth + width of the open containers), not O(document).
 
-The scan is one pass, one token per loop turn: strings are read by the C scanner of the
-standard library (``json.decoder.scanstring``), numbers by one regular expression, so the
-per-character work is done in C and a multi-megabyte text is read in linear time. Nothing
-recurses: open containers are a list. A text that opens more than :data:`MAX_DEPTH`
-containers at once is rejected (``ValueError``) like one that is not JSON, since its
-rendering would be that many lines long whatever the budget.
+The text is read by the engine's own scanner (:class:`core.json_scan.JsonScanner`, so one
+grammar decides what is JSON): :class:`_TreeScanner` extends the hooks where it completes a
+member, opens or closes a container, reads a key or skips a run of simple members, and
+keeps the open containers' children. Complete nested values are skipped by the standard
+library's C scanner and their size counted by one regular expression, so a multi-megabyte
+text is read in linear time, mostly in C. A text that opens more than
+:data:`core.json_scan.MAX_DEPTH` containers at once is rejected (``ValueError``) like one
+that is not JSON, since its rendering would be that many lines long whatever the budget.
 """
 
 from __future__ import annotations
 
-import json.decoder
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from json.decoder import JSONDecodeError
 from typing import Literal
 
-from core.json_scan import MAX_DEPTH
-
-#: ``scanstring(text, index_after_quote, strict)`` -> (decoded, index after the closing
-#: quote): the standard library's C string scanner (typeshed does not declare it here).
-scanstring: Callable[[str, int, bool], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
+from core import json_scan
+from core.json_scan import (
+    ARRAY_MEMBER,
+    OBJECT_MEMBER,
+    STRING,
+    Carry,
+    JsonScanner,
+    Phase,
+)
 
 Kind = Literal["str", "number", "bool", "null", "object", "array"]
 
-_NONBLANK = re.compile(r"[^ \t\n\r]")
-_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 # A number the cut may have interrupted: "-", "1.", "1.5e", "1e+" (fullmatch on the tail).
+# Stricter than the scanner, which carries "1.e" to fail with the next chunk: a rendering
+# shows only text that can still be JSON.
 _NUMBER_PREFIX = re.compile(
     r"-?(?:(?:0|[1-9][0-9]*)(?:\.(?:[0-9]+(?:[eE][+-]?[0-9]*)?)?|[eE][+-]?[0-9]*)?)?"
 )
-_NUMBER_CHARS = frozenset("0123456789.eE+-")
-# A string the cut may have interrupted, possibly inside an escape (fullmatch on the tail).
-_STRING_PREFIX = re.compile(
-    r'"[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*'
-    r"(?:\\(?:u[0-9a-fA-F]{0,3})?)?"
-)
-_LITERALS: dict[str, tuple[str, Kind]] = {
-    "t": ("true", "bool"),
-    "f": ("false", "bool"),
-    "n": ("null", "null"),
-}
-_CLOSERS = {"}": "object", "]": "array"}
+# Tokens of a valid value; group 1 holds its scalars (value strings, numbers, literals),
+# not its keys and structure: the value's size is their length.
+_SCALARS = re.compile(rf'{STRING}[ \t\n\r]*:|({STRING}|[^ \t\n\r\[\]{{}},:"]+)|[ \t\n\r\[\]{{}},]+')
 
-# What the innermost open container (or the top level) expects next.
-_VALUE = 0  # the root value, a value after "," in an array or after ":" in an object
-_VALUE_OR_CLOSE = 1  # just after "["
-_KEY = 2  # after "," in an object
-_KEY_OR_CLOSE = 3  # just after "{"
-_COLON = 4  # after a key
-_AFTER = 5  # after a complete member: "," or the closer
-_DONE = 6  # the root value is complete
+
+def _size(text: str, start: int, end: int) -> int:
+    """The size of the valid container ``text[start:end]`` (findall stays in C)."""
+    return sum(map(len, _SCALARS.findall(text, start, end)))
+
+
+#: The kind of a value by its first character; any other is a number's.
+_KINDS: dict[str, Kind] = {
+    '"': "str",
+    "{": "object",
+    "[": "array",
+    "t": "bool",
+    "f": "bool",
+    "n": "null",
+}
 
 
 @dataclass(slots=True)
@@ -107,11 +108,6 @@ class CutTree:
     complete: bool
 
 
-def _fail(text: str, pos: int, expected: str) -> ValueError:
-    found = repr(text[pos : pos + 20]) if pos < len(text) else "the end"
-    return ValueError(f"not JSON up to the cut: expected {expected} at offset {pos}, got {found}")
-
-
 def last_leaf_end(text: str) -> int:
     """End of the last leaf of a complete document: trailing closers are not part of it.
 
@@ -142,136 +138,145 @@ def parse_cut(text: str) -> CutTree:
     cut element and the same rendering rules apply. Raises ``ValueError`` when the text is
     not valid JSON up to the cut.
     """
-    tree = _scan(text)
+    tree = _TreeScanner(text).tree()
     if not tree.complete:
         return tree
     end = last_leaf_end(text)
     if end == len(text.rstrip(" \t\n\r")):  # a scalar or empty-container root
         return tree
-    inner = _scan(text[:end])
+    inner = _TreeScanner(text[:end]).tree()
     return CutTree(text, inner.frames, inner.cut, complete=True)
 
 
-def _scan(text: str) -> CutTree:  # noqa: C901, PLR0915  # scanner state machine
-    """One token per turn; a closed container is folded into its parent as one record."""
-    n = len(text)
-    stack: list[Frame] = []
-    state = _VALUE
-    key: str | None = None  # key of the member whose value comes next
-    root: Closed | None = None
-    pos = 0
-    while True:
-        blank_end = _NONBLANK.search(text, pos)
-        if blank_end is None:
-            break
-        pos = blank_end.start()
-        c = text[pos]
-        value: Closed | None = None
-        if state == _AFTER:
-            top = stack[-1]
-            if c == ",":
-                state = _KEY if top.kind == "object" else _VALUE
-                pos += 1
-                continue
-            if _CLOSERS.get(c) != top.kind:
-                raise _fail(text, pos, "',' or '" + ("}" if top.kind == "object" else "]") + "'")
-        elif state == _COLON:
-            if c != ":":
-                raise _fail(text, pos, "':'")
-            state = _VALUE
-            pos += 1
-            continue
-        elif state in (_KEY, _KEY_OR_CLOSE):
-            if c == '"':
-                try:
-                    end = scanstring(text, pos + 1, True)[1]
-                except JSONDecodeError:
-                    if _STRING_PREFIX.fullmatch(text, pos):
-                        return CutTree(text, stack, Cut(key=text[pos:]), complete=False)
-                    raise _fail(text, pos, "a valid key string") from None
-                key, state, pos = text[pos:end], _COLON, end
-                continue
-            if not (c == "}" and state == _KEY_OR_CLOSE):
-                expected = "a key string or '}'" if state == _KEY_OR_CLOSE else "a key string"
-                raise _fail(text, pos, expected)
-        elif state == _DONE:
-            raise _fail(text, pos, "nothing after the complete document")
+class _TreeScanner(JsonScanner):
+    """The scanner, keeping the children of every open container (read in one feed).
 
-        if c in "]}":  # a closer that the state above allowed (or a stray one)
-            if state not in (_AFTER, _VALUE_OR_CLOSE, _KEY_OR_CLOSE) or (
-                _CLOSERS[c] != stack[-1].kind
-            ):
-                raise _fail(text, pos, "a value")
-            frame = stack.pop()
-            value = Closed(frame.kind, frame.start, pos + 1, frame.size)
-            key = frame.key
-            pos += 1
-        elif c in "[{":
-            if len(stack) >= MAX_DEPTH:
-                raise ValueError(
-                    f"cannot render: nested deeper than {MAX_DEPTH} levels at offset {pos}"
-                )
-            stack.append(Frame("array" if c == "[" else "object", key, pos))
-            key = None
-            state = _VALUE_OR_CLOSE if c == "[" else _KEY_OR_CLOSE
-            pos += 1
-            continue
-        elif c == '"':
-            try:
-                end = scanstring(text, pos + 1, True)[1]
-            except JSONDecodeError:
-                if _STRING_PREFIX.fullmatch(text, pos):
-                    return _partial(text, stack, key, Closed("str", pos, n, n - pos))
-                raise _fail(text, pos, "a valid string") from None
-            value, pos = Closed("str", pos, end, end - pos), end
-        elif c in _LITERALS:
-            word, kind = _LITERALS[c]
-            if text.startswith(word, pos):
-                value, pos = Closed(kind, pos, pos + len(word), len(word)), pos + len(word)
-            elif word.startswith(text[pos : pos + len(word)]):  # shorter: the cut is inside
-                return _partial(text, stack, key, Closed(kind, pos, n, n - pos))
-            else:
-                raise _fail(text, pos, repr(word))
-        else:
-            m = _NUMBER.match(text, pos)
-            if m and (m.end() == n or text[m.end()] not in _NUMBER_CHARS):
-                value, pos = Closed("number", pos, m.end(), m.end() - pos), m.end()
-            elif _NUMBER_PREFIX.fullmatch(text, pos):
-                return _partial(text, stack, key, Closed("number", pos, n, n - pos))
-            else:
-                raise _fail(text, pos, "a value")
+    Its frames mirror the scanner's (``_sync`` adds those it opened since); ``key`` is the
+    raw key of the member whose value comes next; ``_closing`` the frame a closer just
+    ended, until ``_value_done`` adds it to its parent.
+    """
 
-        # A complete value: it joins the innermost open container, or it is the root.
-        if not stack:
-            root, state = value, _DONE
-        else:
-            top = stack[-1]
-            top.children.append(value)
-            if top.kind == "object":
-                top.keys.append(key or "")
-            top.size += value.size
-            key, state = None, _AFTER
-    return _at_end(text, stack, state, key, root)
+    __slots__ = ("_closing", "key", "open", "root", "text")
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.text = text
+        self.open: list[Frame] = []
+        self.key: str | None = None
+        self.root: Closed | None = None
+        self._closing: Frame | None = None
+        self.feed(text)
+
+    def _sync(self) -> None:
+        """Mirror the containers the scanner opened since the last call."""
+        while len(self.open) < len(self.frames):
+            frame = self.frames[len(self.open)]
+            kind: Literal["object", "array"] = "array" if frame.kind == "[" else "object"
+            self.open.append(Frame(kind, self.key, frame.open_at))
+            self.key = None
+
+    def _add(self, value: Closed, key: str | None) -> None:
+        if not self.open:
+            self.root = value
+            return
+        top = self.open[-1]
+        top.children.append(value)
+        if top.kind == "object":
+            top.keys.append(key or "")
+        top.size += value.size
+        self.key = None
+
+    def _value_done(self, start: int, end: int) -> None:
+        if len(self.open) < len(self.frames):
+            self._sync()
+        super()._value_done(start, end)
+        closing, self._closing = self._closing, None
+        if closing is not None:
+            self._add(Closed(closing.kind, start, end, closing.size), closing.key)
+            return
+        kind = _KINDS.get(self.text[start], "number")
+        size = end - start
+        if kind in ("object", "array"):  # swallowed whole
+            size = _size(self.text, start, end)
+        self._add(Closed(kind, start, end, size), self.key)
+
+    def _pop(self) -> None:
+        self._sync()
+        super()._pop()
+        self._closing = self.open.pop()
+
+    def _key(self, s: str, pos: int, base: int, c: str) -> int:
+        if len(self.open) < len(self.frames):
+            self._sync()
+        end = super()._key(s, pos, base, c)
+        if end > 0:
+            self.key = s[pos:end]
+        return end
+
+    def _skip_run(
+        self, pattern: re.Pattern[str], s: str, pos: int, base: int, frame: json_scan.Frame
+    ) -> int:
+        """The run's members one by one (the same run: a member regex repeated), each
+        kept as a child. The frame's anchors are not kept: only excerpts use them."""
+        if len(self.open) < len(self.frames):
+            self._sync()
+        members = ARRAY_MEMBER if frame.kind == "[" else OBJECT_MEMBER
+        value = members.groups  # the last group: the member's value
+        m = members.match(s, pos)
+        while m is not None:
+            start, stop = m.span(value)
+            size = stop - start if s[start] != "{" else _size(s, start, stop)
+            key = m[1] if value == 2 else None
+            self._add(Closed(_KINDS.get(s[start], "number"), start, stop, size), key)
+            frame.count += 1
+            pos = m.end()
+            m = members.match(s, pos)
+        return pos
+
+    def _carry_token(self, s: str, pos: int, base: int) -> None:
+        # Any length: the cut's token is rendered, not carried to another chunk.
+        self.carry = s[pos:]
+        self.carry_kind = Carry.TOKEN
+
+    def tree(self) -> CutTree:
+        """The open containers and what sits at the cut, once the text is read."""
+        self._sync()
+        text, n = self.text, len(self.text)
+        if self.error is not None:
+            raise _fail(text, self.error.at, self.error.message)
+        if self.trailing_at >= 0:
+            raise _fail(text, self.trailing_at, "expected nothing after the complete document")
+        if self.done_at >= 0:
+            return CutTree(text, [], Cut(value=self.root), complete=True)
+        cut = Cut()
+        if self.carry_kind is Carry.STRING:
+            cut = self._partial(Closed("str", self.string_at, n, n - self.string_at))
+        elif self.carry_kind is Carry.TOKEN and self.phase in (Phase.KEY, Phase.KEY_OR_CLOSE):
+            cut = Cut(key=self.carry)
+        elif self.carry_kind is Carry.TOKEN:
+            start = n - len(self.carry)
+            kind = _KINDS.get(self.carry[0], "number")
+            if kind == "number" and not _NUMBER_PREFIX.fullmatch(self.carry):
+                raise _fail(text, start, "expected a value")
+            cut = self._partial(Closed(kind, start, n, n - start))
+        elif self.phase is Phase.AFTER:  # the last complete member is the cut element
+            top = self.open[-1]
+            last = top.children.pop()
+            top.size -= last.size
+            last_key = top.keys.pop() if top.kind == "object" else None
+            cut = Cut(last_key, last_key is not None, last)
+        elif self.phase is Phase.COLON:
+            cut = Cut(key=self.key)
+        elif self.phase is Phase.VALUE and self.key is not None:  # after "key":
+            cut = Cut(key=self.key, colon=True)
+        return CutTree(text, self.open, cut, complete=False)
+
+    def _partial(self, value: Closed) -> Cut:
+        return Cut(key=self.key, colon=self.key is not None, value=value)
 
 
-def _partial(text: str, stack: list[Frame], key: str | None, value: Closed) -> CutTree:
-    return CutTree(text, stack, Cut(key=key, colon=key is not None, value=value), complete=False)
-
-
-def _at_end(
-    text: str, stack: list[Frame], state: int, key: str | None, root: Closed | None
-) -> CutTree:
-    """Turn the scanner's state at the end of the text into the cut."""
-    if state == _DONE:
-        return CutTree(text, [], Cut(value=root), complete=True)
-    if state == _AFTER:  # the last complete member is the cut element
-        top = stack[-1]
-        last = top.children.pop()
-        top.size -= last.size
-        last_key = top.keys.pop() if top.kind == "object" else None
-        return CutTree(text, stack, Cut(last_key, last_key is not None, last), complete=False)
-    if state == _COLON:
-        return CutTree(text, stack, Cut(key=key), complete=False)
-    if state == _VALUE and key is not None:  # after "key":
-        return CutTree(text, stack, Cut(key=key, colon=True), complete=False)
-    return CutTree(text, stack, Cut(), complete=False)
+def _fail(text: str, pos: int, message: str) -> ValueError:
+    found = repr(text[pos : pos + 20]) if pos < len(text) else "the end"
+    if not message.startswith("expected "):
+        message = f"expected JSON ({message})"
+    return ValueError(f"not JSON up to the cut: {message} at offset {pos}, got {found}")

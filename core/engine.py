@@ -17,23 +17,17 @@ The caller appends ``decision.append`` to the accumulated output and stores the 
 
 from __future__ import annotations
 
-from core.formats import STITCHERS, Stitcher, detect
-from core.json_scan import JsonScanner
+from core.formats import Stitcher, detect, resume_stitcher, start_stitcher
+from core.merge import Merge
 from core.models import FinishReason, JobSpec, OnFailure, OutputFormat, ProviderResponse
 from core.progress import Stall, split_marker
-from core.prompts import (
-    continuation_messages,
-    json_path,
-    json_prompt_context,
-    opening_messages,
-    overlap_context,
-    retry_messages,
-)
+from core.prompts import continuation_messages, opening_messages, overlap_context, retry_messages
 from core.repair import advance_repair
 from core.seam import AMBIGUOUS_END
 from core.state import Continue, Decision, Fallback, Finish, JobState, OutputRef, Retry, Served
 
 _DONE = (FinishReason.STOP, FinishReason.TOOL_CALLS)
+_FILTERED = "the provider's content filter stopped the reply"
 
 
 def start(spec: JobSpec) -> JobState:
@@ -41,7 +35,7 @@ def start(spec: JobSpec) -> JobState:
     return JobState(spec=spec, format=spec.output_format, messages=opening_messages(spec))
 
 
-def advance(state: JobState, response: ProviderResponse) -> tuple[JobState, Decision]:  # noqa: C901  # decision table; split pending (issue 13)
+def advance(state: JobState, response: ProviderResponse) -> tuple[JobState, Decision]:
     """Take one model reply into the job; return the new state and what to do next."""
     s = state.clone()
     s.iteration += 1
@@ -59,49 +53,66 @@ def advance(state: JobState, response: ProviderResponse) -> tuple[JobState, Deci
     s.metadata.progress_reported.append(percent)
     if (not text.strip() and s.length == 0) or (not text and reason not in _DONE):
         if reason is FinishReason.CONTENT_FILTER:
-            return s, _fallback(s, "the provider's content filter stopped the reply")
+            return s, _fallback(s, _FILTERED)
         return _failure(s, "the reply is empty")
+    _settle_format(s, text)
+    if text:
+        stitcher, merge = _merge(s, text, response.prefilled)
+        refused = _refuse(s, merge, reason)
+        if refused is not None:
+            return refused
+        s.metadata.warn(*merge.warnings)
+        s = s.model_copy(update={**s.appended(merge.append), "scan": stitcher.scan})
+        appended = merge.append
+    else:
+        assert s.scan is not None  # an empty reply to a job with no text was refused above
+        stitcher, appended = resume_stitcher(s.scan), ""
+    s.merge_failures = 0
+    s.doubt_retries = 0
+    s.response_id = response.response_id
+    s.metadata.chunk_chars.append(len(appended))
+    s.metadata.final_record_count = stitcher.records
+    closed = stitcher.close()
+    if closed is not None:
+        s.fallback = OutputRef(prefix=closed[0], suffix=closed[1])
+    return s, _decide(s, stitcher, reason, percent, appended)
+
+
+def _settle_format(s: JobState, text: str) -> None:
+    """Fix the format from the first reply when the job asked for ``auto``."""
     if s.format is OutputFormat.AUTO:
         s.format, doubt = detect(text)
         s.metadata.warn(f"format detected from the first reply: {s.format.value}")
         if doubt:
             s.metadata.warn(f"ambiguous format: {doubt}")
     s.metadata.merge_strategy_used = s.format.value
-    stitcher = STITCHERS[s.format]
-    if text:
-        if s.scan is None:
-            scan, merge = stitcher.start(text)
-        else:
-            generated = _after_prefill(s.tail, text, response.prefilled)
-            if generated is not None:  # continued exactly: no repeat or wrapper to find
-                scan, merge = stitcher.merge(s.scan, s.tail, generated, s.head, exact=True)
-            else:
-                scan, merge = stitcher.merge(s.scan, s.tail, text, s.head)
-        if not merge.ok:
-            s.metadata.warn(*merge.warnings)
-            if reason is FinishReason.CONTENT_FILTER:
-                return s, _fallback(s, "the provider's content filter stopped the reply")
-            return _failure(s, f"the reply could not be merged: {merge.error}")
-        doubts = [d for d in merge.doubts if reason not in _DONE or not d.startswith(AMBIGUOUS_END)]
-        if doubts and s.doubt_retries < s.spec.continuation.ambiguity_retries:
-            return _doubted(s, doubts[0])
+
+
+def _merge(s: JobState, text: str, prefilled: int) -> tuple[Stitcher, Merge]:
+    """Merge the reply's text into the document (or start it)."""
+    if s.scan is None:
+        return start_stitcher(s.format, text)
+    stitcher = resume_stitcher(s.scan)
+    generated = _after_prefill(s.tail, text, prefilled)
+    if generated is not None:  # continued exactly: no repeat or wrapper to find
+        return stitcher.merge(s.tail, generated, s.head, exact=True)
+    return stitcher.merge(s.tail, text, s.head)
+
+
+def _refuse(s: JobState, merge: Merge, reason: FinishReason) -> tuple[JobState, Decision] | None:
+    """A merge that failed, or a seam read two ways (asked again while the spec allows);
+    None when the merge is taken."""
+    if not merge.ok:
         s.metadata.warn(*merge.warnings)
-        if doubts:
-            s.metadata.ambiguous_seams += 1
-        appended = merge.append
-        s = s.model_copy(update={**s.appended(appended), "scan": scan})
-    else:
-        appended = ""
-    s.merge_failures = 0
-    s.doubt_retries = 0
-    s.response_id = response.response_id
-    s.metadata.chunk_chars.append(len(appended))
-    assert s.scan is not None
-    s.metadata.final_record_count = stitcher.records(s.scan)
-    closed = stitcher.close(s.scan)
-    if closed is not None:
-        s.fallback = OutputRef(prefix=closed[0], suffix=closed[1])
-    return s, _decide(s, stitcher, reason, percent, appended)
+        if reason is FinishReason.CONTENT_FILTER:
+            return s, _fallback(s, _FILTERED)
+        return _failure(s, f"the reply could not be merged: {merge.error}")
+    doubts = [d for d in merge.doubts if reason not in _DONE or not d.startswith(AMBIGUOUS_END)]
+    if doubts and s.doubt_retries < s.spec.continuation.ambiguity_retries:
+        return _doubted(s, doubts[0])
+    if doubts:
+        s.metadata.ambiguous_seams += 1
+    return None
 
 
 def _after_prefill(tail: str, text: str, prefilled: int) -> str | None:
@@ -123,13 +134,12 @@ def _after_prefill(tail: str, text: str, prefilled: int) -> str | None:
 def _decide(
     s: JobState, stitcher: Stitcher, reason: FinishReason, percent: int | None, appended: str
 ) -> Decision:
-    assert s.scan is not None
     cfg = s.spec.continuation
-    if stitcher.complete(s.scan):
+    if stitcher.complete:
         assert s.fallback is not None
         return Finish(output=s.fallback, append=appended, review=_wants_review(s))
     if reason is FinishReason.CONTENT_FILTER:
-        return _fallback(s, "the provider's content filter stopped the reply", appended)
+        return _fallback(s, _FILTERED, appended)
     if reason in _DONE:
         if s.format is not OutputFormat.JSON:
             return Finish(output=OutputRef(prefix=s.length), append=appended)
@@ -144,61 +154,39 @@ def _decide(
         s.stall_percent, s.stall_count, s.stall_chars, s.stall_pending = stall.as_tuple()
         if stall.stalled(cfg.stall_limit):
             return _fallback(s, f"stalled: no progress for {stall.count} iterations", appended)
-    s.metadata.truncation_points.append(_truncation_point(s))
+    cut = stitcher.cut_point(s.length)
+    s.metadata.truncation_points.append(cut)
     if s.iteration > cfg.max_attempts:
         return _fallback(s, f"max_attempts ({cfg.max_attempts}) continuations used", appended)
     s.metadata.was_continued = True
     s.metadata.continuation_count += 1
-    _prepare_next(s, stitcher)
+    _prepare_next(s, stitcher, cut)
     return Continue(messages=s.messages, append=appended)
 
 
-def _prepare_next(s: JobState, stitcher: Stitcher) -> None:
-    """Build the continuation request from the cut."""
-    assert s.scan is not None
+def _prepare_next(s: JobState, stitcher: Stitcher, cut: str) -> None:
+    """Build the continuation request from the cut (``cut``: where it is)."""
     cfg = s.spec.continuation
     tail_start = s.length - len(s.tail)
-    element = stitcher.element_start(s.scan)
+    element = stitcher.element_start
     rel = None if element is None else element - tail_start
     s.overlap = overlap_context(s.tail, cfg.overlap_chars, rel)
-    if s.format is OutputFormat.JSON:
-        context = json_prompt_context(
-            JsonScanner.from_dict(s.scan), s.tail, cfg.context_budget_chars
-        )
-    elif s.format is OutputFormat.CSV:
-        header = s.head.split("\n", 1)[0]
-        context = f"(header) {header}\n...\n" + _last_lines(s.tail, cfg.context_budget_chars)
-    else:
-        context = _last_lines(s.tail, cfg.context_budget_chars)
+    context = stitcher.context(s.tail, s.head, cfg.context_budget_chars)
     s.messages = continuation_messages(
-        s.spec, s.format, overlap=s.overlap, context=context, delivered=_delivered(s)
+        s.spec, s.format, overlap=s.overlap, context=context, delivered=_delivered(s, cut)
     )
 
 
-def _last_lines(tail: str, budget: int) -> str:
-    part = tail[-budget:]
-    newline = part.find("\n")
-    return part[newline + 1 :] if 0 <= newline < len(part) // 2 else part
-
-
-def _delivered(s: JobState) -> str:
+def _delivered(s: JobState, cut: str) -> str:
     parts = [f"{s.length:,} characters"]
     records = s.metadata.final_record_count
     if records:
         parts.append(f"{records:,} complete {'rows' if s.format is OutputFormat.CSV else 'items'}")
-    if s.format is OutputFormat.JSON and s.scan is not None:
-        parts.append(f"cut inside {_truncation_point(s)}")
+    if s.format is OutputFormat.JSON:
+        parts.append(f"cut inside {cut}")
     if s.stall_percent is not None:
         parts.append(f"your last estimate: {s.stall_percent}%")
     return ", ".join(parts)
-
-
-def _truncation_point(s: JobState) -> str:
-    if s.format is OutputFormat.JSON and s.scan is not None:
-        return json_path(JsonScanner.from_dict(s.scan))
-    if s.format is OutputFormat.CSV:
-        return f"row:{s.metadata.final_record_count}"
-    return f"char:{s.length}"
 
 
 def _wants_review(s: JobState) -> bool:

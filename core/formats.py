@@ -1,122 +1,238 @@
 """One interface over the four mergers, and ``auto`` detection
 (``docs/engine.md``, "JSON" and "CSV, Markdown, text").
 
-Each format keeps a small serialisable scan state (a dict) that travels with the job; the
-accumulated text itself never does. ``close`` says how to present what was accumulated
-as a result (``text[:n] + suffix``); ``complete`` whether the document is known finished
-by its own syntax (only JSON can say so).
+A :class:`Stitcher` is one format's merger at the cut of a document. Its ``scan`` is a
+small serialisable model that travels with the job (``ScanState``); the accumulated text
+itself never does. ``close`` says how to present what was accumulated as a result
+(``text[:n] + suffix``); ``complete`` whether the document is known finished by its own
+syntax (only JSON can say so).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
-from core import csv_stitch, markdown_stitch, text_stitch
-from core.csv_stitch import CsvMode, scan_rows
+from core.csv_stitch import CsvMode, CsvScan, close_csv, merge_csv, scan_rows, start_csv
 from core.extraction import clean_text, strip_wrapper_fence
-from core.json_scan import Carry, JsonScanner
+from core.json_scan import JsonScan, JsonScanner
 from core.json_stitch import merge_json, start_json
+from core.markdown_stitch import MarkdownScan, close_markdown, merge_markdown, start_markdown
 from core.merge import Merge
 from core.models import OutputFormat
+from core.prompts import json_path, json_prompt_context
 from core.seam import start_reading
+from core.text_stitch import TextScan, close_text, merge_text, start_text
 
-ScanState = dict[str, Any]
+ScanState = JsonScan | CsvScan | MarkdownScan | TextScan
+#: The scan model of each format: a stored scan holds no type tag, its job's format does.
+SCAN_MODELS: dict[OutputFormat, type[ScanState]] = {
+    OutputFormat.JSON: JsonScan,
+    OutputFormat.CSV: CsvScan,
+    OutputFormat.MARKDOWN: MarkdownScan,
+    OutputFormat.TEXT: TextScan,
+}
 
 
 class Stitcher(Protocol):
-    def start(self, fragment: str) -> tuple[ScanState, Merge]: ...
+    """One format's merger, holding the scan state at the cut."""
+
+    @property
+    def scan(self) -> ScanState: ...
+    @property
+    def records(self) -> int: ...
+    @property
+    def complete(self) -> bool: ...
+    @property
+    def element_start(self) -> int | None:
+        """Where the element the cut is in starts (an offset in the text), if known."""
+
     def merge(
-        self, state: ScanState, tail: str, fragment: str, head: str, *, exact: bool = False
-    ) -> tuple[ScanState, Merge]: ...
-    def close(self, state: ScanState) -> tuple[int, str] | None: ...
-    def records(self, state: ScanState) -> int: ...
-    def complete(self, state: ScanState) -> bool: ...
-    def element_start(self, state: ScanState) -> int | None: ...
-    def in_text(self, state: ScanState) -> bool: ...
+        self, tail: str, fragment: str, head: str, *, exact: bool = False
+    ) -> tuple[Stitcher, Merge]: ...
+    def close(self) -> tuple[int, str] | None: ...
+    def context(self, tail: str, head: str, budget: int) -> str:
+        """The document around the cut, as the next request shows it."""
+
+    def cut_point(self, length: int) -> str:
+        """Where a text of ``length`` characters was cut: a JSON path, ``row:N``, ``char:N``."""
 
 
 class JsonStitcher:
-    def start(self, fragment: str) -> tuple[ScanState, Merge]:
-        scan, merge = start_json(fragment)
-        return scan.to_dict(), merge
+    """JSON: the resumable scanner at the cut (``core.json_scan``)."""
 
-    def merge(
-        self, state: ScanState, tail: str, fragment: str, head: str, *, exact: bool = False
-    ) -> tuple[ScanState, Merge]:
-        scan, merge = merge_json(JsonScanner.from_dict(state), tail, fragment, head, exact=exact)
-        return scan.to_dict(), merge
+    __slots__ = ("scanner",)
 
-    def close(self, state: ScanState) -> tuple[int, str] | None:
-        return JsonScanner.from_dict(state).close()
+    def __init__(self, scanner: JsonScanner) -> None:
+        self.scanner = scanner
 
-    def records(self, state: ScanState) -> int:
-        return JsonScanner.from_dict(state).records
-
-    def complete(self, state: ScanState) -> bool:
-        return int(state["done_at"]) >= 0
-
-    def element_start(self, state: ScanState) -> int | None:
-        frames = state["frames"]
-        return int(frames[-1][4]) if frames else None
-
-    def in_text(self, state: ScanState) -> bool:
-        """Whether the cut is inside a string or a key, where white space is content."""
-        scan = JsonScanner.from_dict(state)
-        return scan.carry_kind is Carry.STRING or (
-            scan.carry_kind is Carry.TOKEN and scan.carry.startswith('"')
-        )
-
-
-@dataclass(frozen=True)
-class _ModelStitcher:
-    """Adapter for the CSV, Markdown and text mergers (pydantic scan models)."""
-
-    module: Any
-    name: str
-
-    def _load(self, state: ScanState) -> Any:
-        return getattr(self.module, self._scan_class).model_validate(state)
+    @classmethod
+    def start(cls, fragment: str) -> tuple[JsonStitcher, Merge]:
+        scanner, merge = start_json(fragment)
+        return cls(scanner), merge
 
     @property
-    def _scan_class(self) -> str:
-        return {"csv": "CsvScan", "markdown": "MarkdownScan", "text": "TextScan"}[self.name]
+    def scan(self) -> JsonScan:
+        return self.scanner.snapshot()
 
-    def start(self, fragment: str) -> tuple[ScanState, Merge]:
-        scan, merge = getattr(self.module, f"start_{self.name}")(fragment)
-        return scan.model_dump(mode="json"), merge
+    @property
+    def records(self) -> int:
+        return self.scanner.records
+
+    @property
+    def complete(self) -> bool:
+        return self.scanner.complete
+
+    @property
+    def element_start(self) -> int | None:
+        """Just after the innermost container's last complete member."""
+        frames = self.scanner.frames
+        return frames[-1].safe if frames else None
 
     def merge(
-        self, state: ScanState, tail: str, fragment: str, head: str, *, exact: bool = False
-    ) -> tuple[ScanState, Merge]:
-        merger = getattr(self.module, f"merge_{self.name}")
-        scan, merge = merger(self._load(state), tail, fragment, exact=exact)
-        return scan.model_dump(mode="json"), merge
+        self, tail: str, fragment: str, head: str, *, exact: bool = False
+    ) -> tuple[JsonStitcher, Merge]:
+        scanner, merge = merge_json(self.scanner, tail, fragment, head, exact=exact)
+        return JsonStitcher(scanner), merge
 
-    def close(self, state: ScanState) -> tuple[int, str] | None:
-        result: tuple[int, str] = getattr(self.module, f"close_{self.name}")(self._load(state))
-        return result
+    def close(self) -> tuple[int, str] | None:
+        return self.scanner.close()
 
-    def records(self, state: ScanState) -> int:
-        return int(state["records"])
+    def context(self, tail: str, head: str, budget: int) -> str:
+        return json_prompt_context(self.scanner, tail, budget)
 
-    def complete(self, state: ScanState) -> bool:
+    def cut_point(self, length: int) -> str:
+        return json_path(self.scanner)
+
+
+class _Lines:
+    """What CSV, Markdown and text share: no syntax says they are complete, and the next
+    request shows the last lines."""
+
+    __slots__ = ()
+
+    @property
+    def complete(self) -> bool:
         return False
 
-    def element_start(self, state: ScanState) -> int | None:
+    @property
+    def element_start(self) -> int | None:
         return None
 
-    def in_text(self, state: ScanState) -> bool:
-        return False  # a blank reply in prose or rows is noise (the corpus's rule too)
+    def context(self, tail: str, head: str, budget: int) -> str:
+        return _last_lines(tail, budget)
+
+    def cut_point(self, length: int) -> str:
+        return f"char:{length}"
 
 
-STITCHERS: dict[OutputFormat, Stitcher] = {
-    OutputFormat.JSON: JsonStitcher(),
-    OutputFormat.CSV: _ModelStitcher(csv_stitch, "csv"),
-    OutputFormat.MARKDOWN: _ModelStitcher(markdown_stitch, "markdown"),
-    OutputFormat.TEXT: _ModelStitcher(text_stitch, "text"),
+@dataclass(frozen=True, slots=True)
+class CsvStitcher(_Lines):
+    scan: CsvScan
+
+    @classmethod
+    def start(cls, fragment: str) -> tuple[CsvStitcher, Merge]:
+        scan, merge = start_csv(fragment)
+        return cls(scan), merge
+
+    @property
+    def records(self) -> int:
+        return self.scan.records
+
+    def merge(
+        self, tail: str, fragment: str, head: str, *, exact: bool = False
+    ) -> tuple[CsvStitcher, Merge]:
+        scan, merge = merge_csv(self.scan, tail, fragment, exact=exact)
+        return CsvStitcher(scan), merge
+
+    def close(self) -> tuple[int, str]:
+        return close_csv(self.scan)
+
+    def context(self, tail: str, head: str, budget: int) -> str:
+        header = head.split("\n", 1)[0]
+        return f"(header) {header}\n...\n" + _last_lines(tail, budget)
+
+    def cut_point(self, length: int) -> str:
+        return f"row:{self.scan.records}"
+
+
+@dataclass(frozen=True, slots=True)
+class MarkdownStitcher(_Lines):
+    scan: MarkdownScan
+
+    @classmethod
+    def start(cls, fragment: str) -> tuple[MarkdownStitcher, Merge]:
+        scan, merge = start_markdown(fragment)
+        return cls(scan), merge
+
+    @property
+    def records(self) -> int:
+        return self.scan.records
+
+    def merge(
+        self, tail: str, fragment: str, head: str, *, exact: bool = False
+    ) -> tuple[MarkdownStitcher, Merge]:
+        scan, merge = merge_markdown(self.scan, tail, fragment, exact=exact)
+        return MarkdownStitcher(scan), merge
+
+    def close(self) -> tuple[int, str]:
+        return close_markdown(self.scan)
+
+
+@dataclass(frozen=True, slots=True)
+class TextStitcher(_Lines):
+    scan: TextScan
+
+    @classmethod
+    def start(cls, fragment: str) -> tuple[TextStitcher, Merge]:
+        scan, merge = start_text(fragment)
+        return cls(scan), merge
+
+    @property
+    def records(self) -> int:
+        return self.scan.records
+
+    def merge(
+        self, tail: str, fragment: str, head: str, *, exact: bool = False
+    ) -> tuple[TextStitcher, Merge]:
+        scan, merge = merge_text(self.scan, tail, fragment, exact=exact)
+        return TextStitcher(scan), merge
+
+    def close(self) -> tuple[int, str]:
+        return close_text(self.scan)
+
+
+_STARTS: dict[OutputFormat, Callable[[str], tuple[Stitcher, Merge]]] = {
+    OutputFormat.JSON: JsonStitcher.start,
+    OutputFormat.CSV: CsvStitcher.start,
+    OutputFormat.MARKDOWN: MarkdownStitcher.start,
+    OutputFormat.TEXT: TextStitcher.start,
 }
+
+
+def start_stitcher(fmt: OutputFormat, fragment: str) -> tuple[Stitcher, Merge]:
+    """Read the first fragment of a document in ``fmt`` (a format, not ``auto``)."""
+    return _STARTS[fmt](fragment)
+
+
+def resume_stitcher(scan: ScanState) -> Stitcher:
+    """The stitcher at the cut a stored scan state describes."""
+    if isinstance(scan, JsonScan):
+        return JsonStitcher(JsonScanner.resume(scan))
+    if isinstance(scan, CsvScan):
+        return CsvStitcher(scan)
+    if isinstance(scan, MarkdownScan):
+        return MarkdownStitcher(scan)
+    return TextStitcher(scan)
+
+
+def _last_lines(tail: str, budget: int) -> str:
+    part = tail[-budget:]
+    newline = part.find("\n")
+    return part[newline + 1 :] if 0 <= newline < len(part) // 2 else part
+
 
 #: How much of a first reply ``auto`` reads to recognise CSV.
 CSV_PROBE_CHARS = 4096

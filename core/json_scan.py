@@ -23,10 +23,14 @@ close every open container).
 from __future__ import annotations
 
 import json
+import json.decoder
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any
+from typing import Any, NamedTuple
+
+from pydantic import BaseModel, ConfigDict
 
 _WS = re.compile(r"[ \t\n\r]*")
 # String body after the opening quote, strict JSON: no control characters, valid escapes.
@@ -49,6 +53,12 @@ _MEMBER = rf"(?:{_SCALAR}|{_FLAT_OBJECT})"
 _ARRAY_RUN = re.compile(rf"(?:{_W}{_MEMBER}(){_W},)*")
 _OBJECT_RUN = re.compile(rf"(?:{_W}{_STRING}{_W}:{_W}{_MEMBER}(){_W},)*")
 _STRINGS = re.compile(_STRING)
+#: A JSON string, as a pattern (strict: no control characters, valid escapes).
+STRING = _STRING
+#: One member of a run (each followed by its comma), its key and value in groups: how a
+#: subclass that keeps the members lists those a run skipped (``core.budget_tree``).
+ARRAY_MEMBER = re.compile(rf"{_W}({_MEMBER}){_W},")
+OBJECT_MEMBER = re.compile(rf"{_W}({_STRING}){_W}:{_W}({_MEMBER}){_W},")
 # A flat object once its strings are removed: what to drop to count a run's own commas.
 _FLAT_OBJECTS = re.compile(r"\{[^{}]*\}")
 #: A run is matched in windows of at most this many characters: one match over a very long
@@ -94,26 +104,9 @@ def _reject_constant(name: str) -> Any:
 
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 _SCAN_ONCE = _DECODER.scan_once  # type: ignore[attr-defined]  # set by JSONDecoder.__init__
-
-
-def _skip_run(pattern: re.Pattern[str], s: str, pos: int, base: int, frame: Frame) -> int:
-    """Skip the run of complete members (scalars and flat objects, each followed by its
-    comma) at ``pos``.
-
-    They are counted into ``frame``; returns the position after the run (``pos`` if there
-    is none). Windows of :data:`_RUN_WINDOW` characters keep each regex call short; a
-    member cut by a window's end is simply matched by the next window.
-    """
-    n = len(s)
-    while True:
-        m = _always(pattern.match(s, pos, min(n, pos + _RUN_WINDOW)))
-        end = m.end()
-        if end == pos:
-            return pos
-        # Commas outside strings and flat objects in the run = members completed by it.
-        frame.count += _FLAT_OBJECTS.sub("", _STRINGS.sub("", s[pos:end])).count(",")
-        frame.advance_safe(base + m.end(1))
-        pos = end
+#: ``scanstring(text, index_after_quote, strict)`` -> (decoded, index after the closing
+#: quote): the standard library's C string scanner (typeshed does not declare it here).
+scanstring: Callable[[str, int, bool], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
 
 
 class Phase(IntEnum):
@@ -162,6 +155,43 @@ class Frame:
 class ScanError:
     at: int
     message: str
+
+
+class ScanFrame(NamedTuple):
+    """An open container in a snapshot (a JSON array in a stored state): a :class:`Frame`'s
+    fields in order (``members`` is its ``count``, a name tuples already use)."""
+
+    kind: str
+    open_at: int
+    label: str | int | None
+    members: int
+    safe: int
+    key: str | None
+    near: int
+    far: int
+
+
+class JsonScan(BaseModel):
+    """A snapshot of :class:`JsonScanner`: what a JSON job keeps between iterations.
+
+    The fields are the scanner's; ``error`` is ``(at, message)`` and ``records``
+    ``(records_closed, records_depth)``. The stored form (field order, arrays for frames)
+    is the one earlier versions wrote, so jobs in flight load across an upgrade.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    length: int = 0
+    frames: tuple[ScanFrame, ...] = ()
+    phase: Phase = Phase.VALUE
+    carry: str = ""
+    carry_kind: Carry = Carry.NONE
+    string_at: int = -1
+    root_started: bool = False
+    done_at: int = -1
+    trailing_at: int = -1
+    error: tuple[int, str] | None = None
+    records: tuple[int, int] = (0, 1 << 30)
 
 
 class JsonScanner:
@@ -231,41 +261,49 @@ class JsonScanner:
         other._swallow_from = self._swallow_from
         return other
 
-    def to_dict(self) -> dict[str, Any]:
-        """A small JSON-serialisable snapshot (size grows with depth, not with length)."""
-        return {
-            "length": self.length,
-            "frames": [
-                [f.kind, f.open_at, f.label, f.count, f.safe, f.key, f.near, f.far]
+    def snapshot(self) -> JsonScan:
+        """The state a job keeps between iterations (it grows with depth, not length)."""
+        return JsonScan.model_construct(
+            length=self.length,
+            frames=tuple(
+                ScanFrame(f.kind, f.open_at, f.label, f.count, f.safe, f.key, f.near, f.far)
                 for f in self.frames
-            ],
-            "phase": int(self.phase),
-            "carry": self.carry,
-            "carry_kind": int(self.carry_kind),
-            "string_at": self.string_at,
-            "root_started": self.root_started,
-            "done_at": self.done_at,
-            "trailing_at": self.trailing_at,
-            "error": None if self.error is None else [self.error.at, self.error.message],
-            "records": [self.records_closed, self.records_depth],
-        }
+            ),
+            phase=self.phase,
+            carry=self.carry,
+            carry_kind=self.carry_kind,
+            string_at=self.string_at,
+            root_started=self.root_started,
+            done_at=self.done_at,
+            trailing_at=self.trailing_at,
+            error=None if self.error is None else (self.error.at, self.error.message),
+            records=(self.records_closed, self.records_depth),
+        )
+
+    @classmethod
+    def resume(cls, scan: JsonScan) -> JsonScanner:
+        """A scanner that continues where ``scan`` was taken."""
+        new = cls()
+        new.length = scan.length
+        new.frames = [Frame(*f) for f in scan.frames]
+        new.phase = scan.phase
+        new.carry = scan.carry
+        new.carry_kind = scan.carry_kind
+        new.string_at = scan.string_at
+        new.root_started = scan.root_started
+        new.done_at = scan.done_at
+        new.trailing_at = scan.trailing_at
+        new.error = None if scan.error is None else ScanError(*scan.error)
+        new.records_closed, new.records_depth = scan.records
+        return new
+
+    def to_dict(self) -> dict[str, Any]:
+        """The snapshot as JSON data (the form a job's state stores)."""
+        return self.snapshot().model_dump(mode="json")
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> JsonScanner:
-        scan = cls()
-        scan.length = int(data["length"])
-        scan.frames = [Frame(*f) for f in data["frames"]]
-        scan.phase = Phase(data["phase"])
-        scan.carry = data["carry"]
-        scan.carry_kind = Carry(data["carry_kind"])
-        scan.string_at = int(data["string_at"])
-        scan.root_started = bool(data["root_started"])
-        scan.done_at = int(data["done_at"])
-        scan.trailing_at = int(data["trailing_at"])
-        err = data["error"]
-        scan.error = None if err is None else ScanError(int(err[0]), str(err[1]))
-        scan.records_closed, scan.records_depth = data["records"]
-        return scan
+        return cls.resume(JsonScan.model_validate(data))
 
     @property
     def complete(self) -> bool:
@@ -311,7 +349,7 @@ class JsonScanner:
         n = len(text)
         if end < n and text[end] == '"':
             self.string_at = -1
-            self._value_done(base + end + 1)
+            self._value_done(base + quote, base + end + 1)
             return end + 1
         rest = text[end:]
         if end == n or _PARTIAL_ESCAPE.match(rest):
@@ -335,8 +373,11 @@ class JsonScanner:
             self._owned = len(frames) - 1
         return f
 
-    def _value_done(self, end: int) -> None:
-        """A value ending at offset ``end`` completed the current member (or the root)."""
+    # The methods from here to _pop are the grammar, one token per call; a subclass may
+    # extend _value_done, _container, _pop, _key and _skip_run to see the structure
+    # (core.budget_tree does).
+    def _value_done(self, start: int, end: int) -> None:
+        """The value at ``start:end`` completed the current member (or the root)."""
         if not self.frames:
             self.phase = Phase.DONE
             self.done_at = end
@@ -347,9 +388,9 @@ class JsonScanner:
         f.key = None
         self.phase = Phase.AFTER
 
-    def _run(self, s: str, pos: int, base: int) -> None:  # noqa: C901, PLR0915  # scanner state machine
+    def _run(self, s: str, pos: int, base: int) -> None:
+        """Read tokens from ``pos`` to the end of ``s`` (offset ``base`` in the text)."""
         n = len(s)
-        frames = self.frames
         while True:
             pos = _always(_WS.match(s, pos)).end()
             if pos >= n:
@@ -357,62 +398,85 @@ class JsonScanner:
             phase = self.phase
             c = s[pos]
             if phase is Phase.AFTER:
-                f = frames[-1]
-                if c == ",":
-                    f = self._top()
-                    pos += 1
-                    if f.kind == "[":
-                        self.phase = Phase.VALUE
-                        pos = _skip_run(_ARRAY_RUN, s, pos, base, f)
-                    else:
-                        self.phase = Phase.KEY
-                        pos = _skip_run(_OBJECT_RUN, s, pos, base, f)
-                elif c == _CLOSER[f.kind]:
-                    self._pop()
-                    self._value_done(base + pos + 1)
-                    pos += 1
-                else:
-                    self._fail(base + pos, f"expected ',' or '{_CLOSER[f.kind]}'")
-                    return
-            elif phase is Phase.VALUE or phase is Phase.VALUE_OR_CLOSE:
-                if c == "]" and phase is Phase.VALUE_OR_CLOSE:
-                    self._pop()
-                    self._value_done(base + pos + 1)
-                    pos += 1
-                    continue
+                pos = self._after(s, pos, base, c)
+            elif phase is Phase.VALUE:
                 pos = self._value(s, pos, base, c)
-                if pos < 0:
-                    return
-            elif phase is Phase.KEY or phase is Phase.KEY_OR_CLOSE:
-                if c == '"':
-                    m = _always(_STR_BODY.match(s, pos + 1))
-                    end = m.end()
-                    if end < n and s[end] == '"':
-                        self._top().key = json.loads(s[pos : end + 1])
-                        self.phase = Phase.COLON
-                        pos = end + 1
-                    elif end == n or _PARTIAL_ESCAPE.match(s, end):
-                        self._carry_token(s, pos, base)
-                        return
-                    else:
-                        self._fail(base + end, "invalid string in key")
-                        return
-                elif c == "}" and phase is Phase.KEY_OR_CLOSE:
-                    self._pop()
-                    self._value_done(base + pos + 1)
-                    pos += 1
-                else:
-                    self._fail(base + pos, "expected a key")
-                    return
+            elif phase is Phase.VALUE_OR_CLOSE:
+                pos = self._close(pos, base) if c == "]" else self._value(s, pos, base, c)
+            elif phase is Phase.KEY:
+                pos = self._key(s, pos, base, c)
             elif phase is Phase.COLON:
                 if c != ":":
                     self._fail(base + pos, "expected ':'")
                     return
                 self.phase = Phase.VALUE
                 pos += 1
+            elif phase is Phase.KEY_OR_CLOSE:
+                pos = self._close(pos, base) if c == "}" else self._key(s, pos, base, c)
             else:  # DONE
                 self.trailing_at = base + pos
                 return
+            if pos < 0:
+                return
+
+    def _after(self, s: str, pos: int, base: int, c: str) -> int:
+        """After a member: a comma (then a run of simple members, if any) or the closer."""
+        f = self.frames[-1]
+        if c == ",":
+            f = self._top()
+            if f.kind == "[":
+                self.phase = Phase.VALUE
+                return self._skip_run(_ARRAY_RUN, s, pos + 1, base, f)
+            self.phase = Phase.KEY
+            return self._skip_run(_OBJECT_RUN, s, pos + 1, base, f)
+        if c == _CLOSER[f.kind]:
+            self._pop()
+            self._value_done(f.open_at, base + pos + 1)
+            return pos + 1
+        self._fail(base + pos, f"expected ',' or '{_CLOSER[f.kind]}'")
+        return -1
+
+    def _close(self, pos: int, base: int) -> int:
+        """The closer at ``pos`` ends the innermost container."""
+        start = self.frames[-1].open_at
+        self._pop()
+        self._value_done(start, base + pos + 1)
+        return pos + 1
+
+    def _key(self, s: str, pos: int, base: int, c: str) -> int:
+        """A member's key; -1 when it runs into the cut (carried) or is not one."""
+        if c != '"':
+            self._fail(base + pos, "expected a key")
+            return -1
+        end = _always(_STR_BODY.match(s, pos + 1)).end()
+        if end < len(s) and s[end] == '"':
+            self._top().key = scanstring(s, pos + 1, True)[0]
+            self.phase = Phase.COLON
+            return end + 1
+        if end == len(s) or _PARTIAL_ESCAPE.match(s, end):
+            self._carry_token(s, pos, base)
+        else:
+            self._fail(base + end, "invalid string in key")
+        return -1
+
+    def _skip_run(self, pattern: re.Pattern[str], s: str, pos: int, base: int, frame: Frame) -> int:
+        """Skip the run of complete members (scalars and flat objects, each followed by its
+        comma) at ``pos``.
+
+        They are counted into ``frame``; returns the position after the run (``pos`` if there
+        is none). Windows of :data:`_RUN_WINDOW` characters keep each regex call short; a
+        member cut by a window's end is simply matched by the next window.
+        """
+        n = len(s)
+        while True:
+            m = _always(pattern.match(s, pos, min(n, pos + _RUN_WINDOW)))
+            end = m.end()
+            if end == pos:
+                return pos
+            # Commas outside strings and flat objects in the run = members completed by it.
+            frame.count += _FLAT_OBJECTS.sub("", _STRINGS.sub("", s[pos:end])).count(",")
+            frame.advance_safe(base + m.end(1))
+            pos = end
 
     def _pop(self) -> None:
         frame = self.frames.pop()
@@ -437,59 +501,66 @@ class JsonScanner:
         self.carry = s[pos:]
         self.carry_kind = Carry.TOKEN
 
-    def _value(self, s: str, pos: int, base: int, c: str) -> int:  # noqa: C901  # scanner state machine
+    def _value(self, s: str, pos: int, base: int, c: str) -> int:
         """Read one value starting at ``pos``; return the next position, or -1 to stop."""
-        n = len(s)
         self.root_started = True
         if c == '"':
             return self._string_body(s, pos + 1, base, pos)
         if c in "{[":  # c is one character
-            depth = len(self.frames)
-            if depth and base + pos >= self._swallow_from and depth <= _SWALLOW_DEPTH:
-                end = self._swallow(s, pos, base)
-                if end > 0:
-                    if c == "[" and len(self.frames) <= min(1, self.records_depth):
-                        self.records_depth = len(self.frames)
-                        self.records_closed = self._swallowed
-                    self._value_done(base + end)
-                    return end
-            if depth >= MAX_DEPTH:
-                self._fail(base + pos, f"nested deeper than {MAX_DEPTH} levels")
-                return -1
-            parent = self.frames[-1] if self.frames else None
-            label: str | int | None = None
-            if parent is not None:
-                label = parent.key if parent.kind == "{" else parent.count
-            at = base + pos + 1
-            self.frames.append(Frame(c, base + pos, label, 0, at, None, at, at))
-            self.phase = Phase.VALUE_OR_CLOSE if c == "[" else Phase.KEY_OR_CLOSE
-            if c == "[":
-                end = _skip_run(_ARRAY_RUN, s, pos + 1, base, self.frames[-1])
-                if end > pos + 1:
-                    self.phase = Phase.VALUE
-                return end
-            return pos + 1
+            return self._container(s, pos, base, c)
         if c == "-" or "0" <= c <= "9":
-            if _NUMBER_PREFIX.match(s, pos) is not None:
-                # The number runs into the cut: it may go on in the next chunk.
-                self._carry_token(s, pos, base)
-                return -1
-            number = _NUMBER.match(s, pos)
-            end = pos if number is None else number.end()
-            if end == pos or s[end] in ".eE+-0123456789":
-                self._fail(base + pos, "invalid number")
-                return -1
-            self._value_done(base + end)
-            return end
+            return self._number(s, pos, base)
         for lit in _LITERALS:
             if s.startswith(lit, pos):
-                self._value_done(base + pos + len(lit))
+                self._value_done(base + pos, base + pos + len(lit))
                 return pos + len(lit)
-            if lit.startswith(s[pos : pos + len(lit)]) and n - pos < len(lit):
+            if lit.startswith(s[pos : pos + len(lit)]) and len(s) - pos < len(lit):
                 self._carry_token(s, pos, base)
                 return -1
         self._fail(base + pos, "expected a value")
         return -1
+
+    def _container(self, s: str, pos: int, base: int, c: str) -> int:
+        """A nested value: swallowed whole when it is complete and short, else opened."""
+        depth = len(self.frames)
+        if depth and base + pos >= self._swallow_from and depth <= _SWALLOW_DEPTH:
+            end = self._swallow(s, pos, base)
+            if end > 0:
+                if c == "[" and depth <= min(1, self.records_depth):
+                    self.records_depth = depth
+                    self.records_closed = self._swallowed
+                self._value_done(base + pos, base + end)
+                return end
+        if depth >= MAX_DEPTH:
+            self._fail(base + pos, f"nested deeper than {MAX_DEPTH} levels")
+            return -1
+        parent = self.frames[-1] if depth else None
+        label: str | int | None = None
+        if parent is not None:
+            label = parent.key if parent.kind == "{" else parent.count
+        at = base + pos
+        self.frames.append(Frame(c, at, label, 0, at + 1, None, at + 1, at + 1))
+        if c == "[":
+            self.phase = Phase.VALUE_OR_CLOSE
+            end = self._skip_run(_ARRAY_RUN, s, pos + 1, base, self.frames[-1])
+            if end > pos + 1:
+                self.phase = Phase.VALUE
+            return end
+        self.phase = Phase.KEY_OR_CLOSE
+        return pos + 1
+
+    def _number(self, s: str, pos: int, base: int) -> int:
+        if _NUMBER_PREFIX.match(s, pos) is not None:
+            # The number runs into the cut: it may go on in the next chunk.
+            self._carry_token(s, pos, base)
+            return -1
+        number = _NUMBER.match(s, pos)
+        end = pos if number is None else number.end()
+        if end == pos or s[end] in ".eE+-0123456789":
+            self._fail(base + pos, "invalid number")
+            return -1
+        self._value_done(base + pos, base + end)
+        return end
 
     def _swallow(self, s: str, pos: int, base: int) -> int:
         """Validate and skip a complete nested value with the C scanner; 0 if it is open.
@@ -528,7 +599,7 @@ class JsonScanner:
             token = self.carry
             if token in _LITERALS or _NUMBER.fullmatch(token):
                 self.carry, self.carry_kind = "", Carry.NONE
-                self._value_done(self.length)
+                self._value_done(self.length - len(token), self.length)
         return self
 
     # -- closing -----------------------------------------------------------------------

@@ -188,7 +188,7 @@ def _structure(square: str) -> bool:
 
 #: One or more whole objects with no nesting, each followed by a comma (``{}, `` or
 #: ``{"a": 1}, {"a": 1},``): elements an array of objects may hold twice in a row.
-_WHOLE_OBJECTS = re.compile(r'(?:\s*\{[^{}\[\]]*\}\s*,)+\s*')
+_WHOLE_OBJECTS = re.compile(r"(?:\s*\{[^{}\[\]]*\}\s*,)+\s*")
 
 
 def _never(square: str) -> bool:

@@ -8,12 +8,12 @@ layer that runs the job applies them (append, call the model again, finish).
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationInfo, field_validator
 
+from core.formats import SCAN_MODELS, ScanState
 from core.models import JobSpec, Message, OutputFormat
 
 STATE_VERSION: Final = 1
@@ -184,7 +184,7 @@ class JobState(BaseModel):
     length: int = 0
     head: str = ""
     tail: str = ""
-    scan: dict[str, Any] | None = None
+    scan: ScanState | None = None  # the format's scanner at the cut (core.formats)
     fallback: OutputRef | None = None
     merge_failures: int = 0
     doubt_retries: int = 0  # asks at the current seam because a reply read two ways
@@ -203,11 +203,22 @@ class JobState(BaseModel):
     prefill: bool = True
     metadata: ContinuationMetadata = Field(default_factory=ContinuationMetadata)
 
+    @field_validator("scan", mode="before")
+    @classmethod
+    def _scan_of_format(cls, value: object, info: ValidationInfo) -> object:
+        """A stored scan is a JSON object with no type tag: the job's format names its model."""
+        if not isinstance(value, dict):
+            return value
+        model = SCAN_MODELS.get(info.data.get("format"))  # type: ignore[arg-type]
+        if model is None:
+            raise ValueError("a scan state needs the job's format (json, csv, markdown, text)")
+        return model.model_validate(value)
+
     def clone(self) -> JobState:
         """A copy the engine may change freely: the same as ``model_copy(deep=True)``, at a
         fraction of its cost. The spec and messages are frozen models and shared; the
-        metadata's lists are copied (their items are never changed in place), the scanner
-        snapshot is copied whole."""
+        metadata's lists are copied (their items are never changed in place); the scan state
+        is frozen, so shared."""
         meta = self.metadata
         lists = {
             name: list(value) for name, value in meta.__dict__.items() if isinstance(value, list)
@@ -216,7 +227,6 @@ class JobState(BaseModel):
             update={
                 "metadata": meta.model_copy(update=lists),
                 "messages": list(self.messages),
-                "scan": copy.deepcopy(self.scan),
                 "fallback": None if self.fallback is None else self.fallback.model_copy(),
             }
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from core.formats import STITCHERS, ScanState, detect
+from core.formats import ScanState, detect, resume_stitcher, start_stitcher
 from core.models import OutputFormat
 from core.progress import split_marker
 from core.seam import AMBIGUOUS_END
@@ -32,7 +32,7 @@ class StitchResult:
     doubts: list[str] = field(default_factory=list)
 
 
-def stitch(fragments: list[str], fmt: str) -> StitchResult:  # noqa: C901  # decision table; split pending (issue 13)
+def stitch(fragments: list[str], fmt: str) -> StitchResult:
     """Merge ``fragments`` (in order) as the engine would, in format ``fmt``.
 
     ``fmt`` is one of json, csv, markdown, text, auto; raises ValueError otherwise.
@@ -45,63 +45,76 @@ def stitch(fragments: list[str], fmt: str) -> StitchResult:  # noqa: C901  # dec
     except ValueError:
         names = ", ".join(f.value for f in OutputFormat)
         raise ValueError(f"unknown format {fmt!r}: use one of {names}") from None
-    warnings: list[str] = []
-    failed: list[int] = []
-    doubts: list[str] = []
-    acc = ""
-    scan: ScanState | None = None
+    run = _Run(chosen)
     for index, raw in enumerate(fragments):
+        run.take(index, raw, last=index == len(fragments) - 1)
+    return run.result()
+
+
+@dataclass
+class _Run:
+    """The document so far and what was said about each fragment."""
+
+    format: OutputFormat
+    text: str = ""
+    scan: ScanState | None = None
+    warnings: list[str] = field(default_factory=list)
+    failed: list[int] = field(default_factory=list)
+    doubts: list[str] = field(default_factory=list)
+
+    def take(self, index: int, raw: str, *, last: bool) -> None:
+        """Merge one fragment, as the engine merges a reply (its state resumed each time)."""
         fragment, _ = split_marker(raw)
-        if scan is not None and not fragment.strip():
+        name = f"fragment {index + 1}"
+        if self.scan is not None and not fragment.strip():
             # A blank reply carries nothing, even inside a JSON string ("50" + " " + "0m"
             # is "500m"): a model asked to go on that sends only white space has stopped
             # early, and the engine asks again (docs/engine.md, behaviour 11).
-            warnings.append(f"fragment {index + 1}: skipped a blank reply")
-            continue
-        if chosen is OutputFormat.AUTO:
-            chosen, doubt = detect(fragment)
-            warnings.append(f"detected format: {chosen.value}")
-            if doubt:
-                warnings.append(f"fragment {index + 1}: {doubt}")
-                doubts.append(f"fragment {index + 1}: {doubt}")
-        stitcher = STITCHERS[chosen]
-        if scan is None:
-            new, merge = stitcher.start(fragment)
+            self.warnings.append(f"{name}: skipped a blank reply")
+            return
+        if self.format is OutputFormat.AUTO:
+            self._detect(name, fragment)
+        if self.scan is None:
+            stitcher, merge = start_stitcher(self.format, fragment)
         else:
-            new, merge = stitcher.merge(scan, acc[-TAIL_CHARS:], fragment, acc[:HEAD_CHARS])
-        warnings += [f"fragment {index + 1}: {w}" for w in merge.warnings]
-        last = index == len(fragments) - 1
-        doubts += [
-            f"fragment {index + 1}: {w}"
-            for w in merge.doubts
-            if not (last and w.startswith(AMBIGUOUS_END))
+            tail, head = self.text[-TAIL_CHARS:], self.text[:HEAD_CHARS]
+            stitcher, merge = resume_stitcher(self.scan).merge(tail, fragment, head)
+        self.warnings += [f"{name}: {w}" for w in merge.warnings]
+        self.doubts += [
+            f"{name}: {w}" for w in merge.doubts if not (last and w.startswith(AMBIGUOUS_END))
         ]
         if not merge.ok:
-            failed.append(index)
-            warnings.append(f"fragment {index + 1} could not be merged: {merge.error}")
-            continue
-        scan = new
-        acc += merge.append
-    if chosen is OutputFormat.AUTO:
-        chosen = OutputFormat.TEXT
-    stitcher = STITCHERS[chosen]
-    complete = None
-    records = 0
-    if scan is not None:
-        records = stitcher.records(scan)
-        if chosen is OutputFormat.JSON:
-            closed = stitcher.close(scan)
-            if closed is not None:
-                complete = acc[: closed[0]] + closed[1]
-            if stitcher.complete(scan):
-                acc = acc[: int(scan["done_at"])]
-    return StitchResult(
-        text=acc,
-        complete=complete,
-        ok=not failed,
-        format=chosen.value,
-        warnings=warnings,
-        failed=failed,
-        records=records,
-        doubts=doubts,
-    )
+            self.failed.append(index)
+            self.warnings.append(f"{name} could not be merged: {merge.error}")
+            return
+        self.scan = stitcher.scan
+        self.text += merge.append
+
+    def _detect(self, name: str, fragment: str) -> None:
+        self.format, doubt = detect(fragment)
+        self.warnings.append(f"detected format: {self.format.value}")
+        if doubt:
+            self.warnings.append(f"{name}: {doubt}")
+            self.doubts.append(f"{name}: {doubt}")
+
+    def result(self) -> StitchResult:
+        text, complete, records = self.text, None, 0
+        if self.scan is not None:
+            stitcher = resume_stitcher(self.scan)
+            records = stitcher.records
+            closed = stitcher.close()
+            if self.format is OutputFormat.JSON and closed is not None:
+                complete = text[: closed[0]] + closed[1]
+                if stitcher.complete:  # text after the document is not part of it
+                    text = text[: closed[0]]
+        fmt = OutputFormat.TEXT if self.format is OutputFormat.AUTO else self.format
+        return StitchResult(
+            text=text,
+            complete=complete,
+            ok=not self.failed,
+            format=fmt.value,
+            warnings=self.warnings,
+            failed=self.failed,
+            records=records,
+            doubts=self.doubts,
+        )

@@ -12,7 +12,7 @@ import httpx
 from redis import Redis
 
 from core import JobState
-from core.formats import STITCHERS
+from core.formats import resume_stitcher
 from tests.api.api_support import Stepper
 from tests.conftest import decoded
 from workers.store import JobStatus, JobStore
@@ -43,7 +43,7 @@ def in_memory(store: JobStore, job_id: str) -> str | None:
         return text[:prefix] + suffix
     state = JobState.model_validate_json(record.state)
     assert state.scan is not None
-    closed = STITCHERS[state.format].close(state.scan)
+    closed = resume_stitcher(state.scan).close()
     return None if closed is None else (text[: closed[0]] + closed[1]) or None
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from core import (
     Continue,
@@ -31,6 +32,7 @@ from core import (
     advance,
     start,
 )
+from core.formats import SCAN_MODELS
 from core.models import ContinuationConfig, FinishReason, OutputFormat
 from core.progress import MARKER_TEMPLATE
 from core.prompts import REPEAT_CLOSE, REPEAT_OPEN, opening_messages
@@ -848,6 +850,61 @@ def test_a_job_resumed_from_json_decides_exactly_as_one_kept_in_memory() -> None
     assert chained.decisions == kept.decisions
     assert chained.accumulated == kept.accumulated == DOC
     assert chained.state == kept.state
+
+
+#: Scan states as the code before typed scan states stored them (frames as arrays): a job in
+#: flight across an upgrade must load and go on.
+OLD_JSON_SCAN = (
+    '{"length":48,"frames":[["{",0,null,0,1,"items",1,1],["[",10,"items",1,20,null,11,11],'
+    '["{",22,1,1,30,"tags",23,23],["[",40,"tags",1,44,null,41,41]],"phase":1,"carry":"",'
+    '"carry_kind":2,"string_at":46,"root_started":true,"done_at":-1,"trailing_at":-1,'
+    '"error":null,"records":[0,1073741824]}'
+)
+OLD_JSON_TEXT = '{"items": [{"id": 1}, {"id": 2, "tags": ["a", "b'
+OLD_CSV_SCAN = (
+    '{"length":19,"records":1,"head":"id,name\\n1,Ann\\n2,\\"Bo","header":"id,name",'
+    '"fields":2,"mode":"quoted","delims":1,"row_end":14,"ragged":0,"wrapper":""}'
+)
+OLD_CSV_TEXT = 'id,name\n1,Ann\n2,"Bo'
+
+
+def _stored(fmt: str, text: str, scan: str) -> str:
+    """A whole stored state around ``scan``, as the worker reads it from the job hash."""
+    state = start(job(fmt)).model_copy(update={"length": len(text), "head": text, "tail": text})
+    stored = json.loads(state.model_dump_json())
+    stored["scan"] = json.loads(scan)
+    return json.dumps(stored, separators=(",", ":"))
+
+
+@pytest.mark.parametrize(
+    ("fmt", "text", "scan", "rest"),
+    [
+        ("json", OLD_JSON_TEXT, OLD_JSON_SCAN, '"]}]}'),
+        ("csv", OLD_CSV_TEXT, OLD_CSV_SCAN, 'b"\n3,Cy\n'),
+    ],
+)
+def test_a_state_stored_before_typed_scan_states_loads_and_goes_on(
+    fmt: str, text: str, scan: str, rest: str
+) -> None:
+    """The scan of a stored state is read as its format's model, it is written back exactly
+    as it was read (the stored form did not change), and the job goes on from it."""
+    state = JobState.model_validate_json(_stored(fmt, text, scan))
+    assert type(state.scan) is SCAN_MODELS[OutputFormat(fmt)]
+    assert json.loads(state.model_dump_json())["scan"] == json.loads(scan)
+    assert state.model_dump_json().count(scan) == 1
+    after, decision = advance(state, reply(rest, "stop"))
+    assert isinstance(decision, Finish)
+    if fmt == "json":
+        assert json.loads(text + rest) == {"items": [{"id": 1}, {"id": 2, "tags": ["a", "b"]}]}
+    assert after.length == len(text + rest)
+
+
+def test_a_scan_state_needs_the_format_that_reads_it() -> None:
+    """A scan holds no type tag: a state whose format has no scanner (auto) cannot hold one."""
+    stored = json.loads(_stored("json", OLD_JSON_TEXT, OLD_JSON_SCAN))
+    stored["format"] = "auto"
+    with pytest.raises(ValidationError, match="needs the job's format"):
+        JobState.model_validate_json(json.dumps(stored))
 
 
 def _long_doc(min_chars: int) -> str:

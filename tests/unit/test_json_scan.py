@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.json_scan import JsonScanner
+from core.json_scan import JsonScan, JsonScanner
 
 
 def closed(text: str) -> str | None:
@@ -108,9 +108,14 @@ def test_state_is_small_and_round_trips() -> None:
     """The snapshot grows with depth, not with the length of the text."""
     text = json.dumps({"items": [{"id": i, "name": "x" * 50} for i in range(20_000)]})[:-5]
     scan = JsonScanner().feed(text)
-    snapshot = scan.to_dict()
-    assert len(json.dumps(snapshot)) < 500
-    assert JsonScanner.from_dict(json.loads(json.dumps(snapshot))).to_dict() == snapshot
+    snapshot = scan.snapshot()
+    stored = snapshot.model_dump_json()
+    assert len(stored) < 500
+    assert JsonScanner.resume(JsonScan.model_validate_json(stored)).snapshot() == snapshot
+    assert JsonScanner.from_dict(json.loads(stored)).to_dict() == json.loads(stored)
+    inner = snapshot.frames[-1]
+    assert (inner.kind, inner.label, inner.key) == ("{", 19_999, "name")
+    assert json.loads(stored)["frames"][-1][:3] == ["{", inner.open_at, 19_999]
 
 
 def without_anchors(snapshot: dict[str, object]) -> dict[str, object]:

@@ -140,9 +140,7 @@ def test_short_overlap(fragments: list[str], expected: str, doubt: bool) -> None
 def test_a_repeated_whole_line_is_dropped_and_doubted() -> None:
     """A short line repeated at a line's end is the usual repeat, but documents repeat
     short lines (notes, labels, rows) too: taken and doubted."""
-    text, _, merges = stitch(
-        "Line one\nLine two of it\n", "Line two of it \r\nLine three\n"
-    )
+    text, _, merges = stitch("Line one\nLine two of it\n", "Line two of it \r\nLine three\n")
     assert text == "Line one\nLine two of it\nLine three\n"
     assert merges[-1].doubts
 
