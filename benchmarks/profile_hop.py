@@ -52,8 +52,8 @@ PHASES: list[tuple[str, tuple[str, ...]]] = [
     ("model call: adapter, httpx", ("(workers/providers/", "(workers/calls.py", "httpx/")),
     ("engine: advance() and the rest of core/", ("(core/",)),
     ("store: commit (Lua)", ("commit (workers/store.py",)),
+    ("store: load, lease + attempt (Lua)", ("load_and_start (workers/store.py",)),
     ("store: load (HGETALL)", ("load (workers/store.py",)),
-    ("store: lease + attempt (Lua)", ("start_attempt (workers/store.py",)),
     ("lease renewal thread", ("(workers/leases.py",)),
     ("task events (celery/events)", ("celery/events/", "send_event", "send_sent_event")),
     (

@@ -6,13 +6,14 @@ iteration is enqueued only after the commit; if the process dies in between, the
 watchdog finds the job overdue and enqueues it again.
 
 The crash budget: taking the lease charges the attempt to its iteration in the same write
-(``JobStore.start_attempt``), so every attempt that may pay for a model call is counted,
-whatever stops it afterwards (an exception anywhere, its worker killed, Redis refusing the
-writes that would record it). A deferral gives the charge back; a commit moves the job on.
-An attempt that raises sends its iteration again after a growing delay; the attempt that
-uses up ``MAX_CRASHES`` fails the job with the exception, and an attempt that finds the
-budget already spent fails it before calling the model. These rules, the backoff after a
-decision and the provider waits deferred rather than slept are ``core.policy``'s.
+(``JobStore.load_and_start``, which reads the job in that call too), so every attempt that
+may pay for a model call is counted, whatever stops it afterwards (an exception anywhere,
+its worker killed, Redis refusing the writes that would record it). A deferral gives the
+charge back; a commit moves the job on. An attempt that raises sends its iteration again
+after a growing delay; the attempt that uses up ``MAX_CRASHES`` fails the job with the
+exception, and an attempt that finds the budget already spent fails it before calling the
+model. These rules, the backoff after a decision and the provider waits deferred rather
+than slept are ``core.policy``'s.
 
 A reply is paid for once: while Redis refuses a commit for now (full, failing over), the
 attempt waits with the reply in hand (``_commit``); a step whose commit failed all the
@@ -434,14 +435,15 @@ def run_iteration(
     """Run iteration ``iteration`` of the job, unless it is stale, finished or in flight.
     ``notify(job_id)`` sends the job's callback when the job ends."""
     base = {"job_id": job_id, "iteration": iteration}
-    record = rt.store.load(job_id)
+    token = uuid.uuid4().hex
+    # The lease is taken (and the attempt charged) only for a job at this iteration that
+    # has not ended: what ``_skipped`` tells apart then needs no lease.
+    record, attempt = rt.store.load_and_start(job_id, iteration, token, rt.settings.lease_ttl_s)
     if record is None:
         return {**base, "skipped": "no such job"}
     skipped = _skipped(rt, record, iteration, notify)
     if skipped is not None:
         return {**base, "skipped": skipped}
-    token = uuid.uuid4().hex
-    attempt = rt.store.start_attempt(job_id, iteration, token, rt.settings.lease_ttl_s)
     if attempt == 0:
         return {**base, "skipped": "this iteration is running elsewhere"}
     if attempt < 0:

@@ -22,9 +22,10 @@ import heapq
 import itertools
 import json
 import math
+import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property
@@ -35,8 +36,14 @@ from urllib.parse import quote, unquote
 from redis import Redis, RedisCluster
 from redis.cluster import ClusterNode
 from redis.commands.core import Script
-from redis.exceptions import RedisError
-from redis.sentinel import Sentinel
+from redis.exceptions import (
+    AskError,
+    ClusterDownError,
+    NoScriptError,
+    RedisError,
+    TryAgainError,
+)
+from redis.sentinel import Sentinel, SentinelConnectionPool
 
 from workers.errors import OldKeyLayout, OutputChanged, StagingLost
 from workers.keys import DEFAULT_PREFIX, LEGACY_KEYS, SHARDS, Keys, shard_of
@@ -50,7 +57,7 @@ _LUA = Path(__file__).with_name("lua")
 DEFAULT_RETENTION_S = 7 * 24 * 3600.0
 
 #: The scripts that can end a job: ``retain.lua``'s functions are put before them.
-_ENDING = frozenset({"commit", "fail", "cancel"})
+_ENDING = frozenset({"commit", "fail", "cancel", "create_failed"})
 
 
 #: The most bytes one chunk of an output holds (``CONTINUUM_OUTPUT_CHUNK_BYTES``). A commit
@@ -76,6 +83,9 @@ STAGE_BYTES = 512 * 1024
 #: worker that dies between its parts and its commit leaves them this long at most.
 STAGING_TTL_S = 300.0
 
+
+#: A script's reply in place of one a cluster's node refused for a slot it does not hold.
+_MOVED = object()
 
 #: A Redis Cluster's client or one Redis's (a Sentinel's master is one Redis).
 Client = Redis | RedisCluster
@@ -132,6 +142,40 @@ def parse_cluster_url(url: str) -> ClusterUrl:
     return ClusterUrl(scheme, user, password, nodes, service, int(db or 0))
 
 
+#: How often a store on Sentinels asks them which node is the master. After a failover
+#: the old master takes writes until the Sentinels make it a replica (about 10 s), which
+#: then drops them: a client must leave it as soon as the Sentinels name another.
+SENTINEL_CHECK_S = 0.25
+
+
+class _MasterPool(SentinelConnectionPool):
+    """redis-py's pool of the Sentinels' master, which asks them for the master only when
+    it opens a connection, so its open connections stay on a former master after a
+    failover (and a commit sent there is lost). This one asks at most every
+    ``SENTINEL_CHECK_S`` before handing out a connection: when the master has changed,
+    its idle connections close (and reconnect to the new one), and those in use close
+    when given back. Sentinels that do not answer leave the connections as they are."""
+
+    def reset(self) -> None:
+        """Also run in a forked child (redis-py resets a pool there): a lock held by
+        another thread at the fork would never be released in the child."""
+        super().reset()  # type: ignore[no-untyped-call]  # redis-py: untyped
+        self._asked = -math.inf
+        self._asking = threading.Lock()
+
+    def get_connection(self, *args: Any, **kwargs: Any) -> Any:
+        now = time.monotonic()
+        if now - self._asked >= SENTINEL_CHECK_S and self._asking.acquire(blocking=False):
+            try:
+                self._asked = now
+                self.get_master_address()  # type: ignore[no-untyped-call]  # redis-py: untyped
+            except RedisError:
+                pass  # no Sentinel answers, or none names a master (a failover under way)
+            finally:
+                self._asking.release()
+        return super().get_connection(*args, **kwargs)
+
+
 def redis_client(url: str, **client: Any) -> Client:
     """The client of ``url`` (``client``: redis-py's options, e.g. ``socket_timeout``):
     ``redis+cluster://`` a ``RedisCluster`` on those startup nodes, ``redis+sentinel://``
@@ -150,7 +194,9 @@ def redis_client(url: str, **client: Any) -> Client:
         return RedisCluster(startup_nodes=startup, **login, **client)
     sentinel: Any = Sentinel
     sentinels = sentinel(parsed.nodes, sentinel_kwargs=dict(client), **client)
-    master: Redis = sentinels.master_for(parsed.service, db=parsed.db, **login)
+    master: Redis = sentinels.master_for(
+        parsed.service, connection_pool_class=_MasterPool, db=parsed.db, **login
+    )
     return master
 
 
@@ -217,6 +263,19 @@ _COMMIT_CODES = {
     -2: CommitResult.CANCELLED,
     -3: CommitResult.ENDED,
 }
+
+
+@dataclass(frozen=True)
+class NewJob:
+    """A job to create (``JobStore.create_jobs``): its spec and first state (JSON) and
+    when the watchdog first looks at it; or, with ``error``, a submission kept as a job
+    created failed that says what is wrong with it (``spec``: what was sent)."""
+
+    job_id: str
+    spec: str
+    state: str = "{}"
+    deadline: float = 0.0
+    error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -355,6 +414,7 @@ class JobStore:
         #: How long an ended job's keys stay (seconds; 0: forever).
         self.retention_s = retention_s
         self._create = redis.register_script(_script("create"))
+        self._create_failed = redis.register_script(_script("create_failed"))
         self._commit = redis.register_script(_output_script("commit", output_chunk_bytes))
         self._stage_part = redis.register_script(_output_script("stage", output_chunk_bytes))
         self._read_output = redis.register_script(_script("read_output"))
@@ -473,14 +533,33 @@ class JobStore:
         batch = _text(name)
         if not batch:
             return  # retain.lua notes the jobs of a batch only: nothing to count or drop
-        at = _text(expires_at)
-        ms = max(1, round((float(at) - time.time()) * 1000)) if at else 0
+        self._join_batch(batch, [], {job_id: _text(expires_at) or ""})
+
+    def _join_batch(self, batch: str, join: list[str], ended: dict[str, str]) -> None:
+        """Add ``join`` to the batch's set and count ``ended`` (job id: its expiry, "" when
+        kept forever) in one script, then drop their notes (a pipeline)."""
+        if not join and not ended:
+            return
+        now, counts = time.time(), list[Any]()
+        for job_id, at in ended.items():
+            ms = max(1, round((float(at) - now) * 1000)) if at else 0
+            counts += [job_id, ms, at]
         k = self.keys
         self._batch_end(
             keys=[k.batch(batch), k.batch_meta(batch), k.batch_ended(batch)],
-            args=[job_id, ms, at or ""],
+            args=[len(join), *join, *counts],
         )
-        self.redis.zrem(k.batch_ends(shard_of(job_id)), job_id)
+        if len(ended) == 1:
+            (job_id,) = ended
+            self.redis.zrem(k.batch_ends(shard_of(job_id)), job_id)
+            return
+        by_shard: dict[int, list[str]] = {}
+        for job_id in ended:
+            by_shard.setdefault(shard_of(job_id), []).append(job_id)
+        pipe = self.redis.pipeline(transaction=False)
+        for shard, ids in by_shard.items():
+            pipe.zrem(k.batch_ends(shard), *ids)
+        pipe.execute()
 
     def settle_batch_ends(self, before: float, limit: int = 100) -> list[str]:
         """Count in their batches the ended jobs noted before ``before`` and not counted
@@ -508,18 +587,95 @@ class JobStore:
         self, job_id: str, spec: str, state: str, *, deadline: float, batch: str | None = None
     ) -> bool:
         """Create the job unless it exists; True when this call created it."""
-        k, shard = self.keys, shard_of(job_id)
-        created = bool(
-            self._create(
-                keys=[k.job(job_id), k.active(shard), k.jobs(shard)],
-                args=[job_id, spec, state, time.time(), deadline, batch or ""],
-            )
-        )
-        # The batch's set is another slot: joined after the job exists, and joined again
-        # by a submission made again (a process that died between leaves it out till then).
-        if batch and (created or _text(self.redis.hget(k.job(job_id), "batch")) == batch):
-            self.redis.sadd(k.batch(batch), job_id)
+        return self.create_jobs([NewJob(job_id, spec, state, deadline)], batch=batch)[0]
+
+    def create_jobs(self, jobs: Sequence[NewJob], *, batch: str | None = None) -> list[bool]:
+        """Create each job unless its id exists (a failed one, ``NewJob.error``, ends in
+        the same script); whether each was created now. A constant number of round trips
+        whatever the number of jobs: one pipeline of their scripts (each in its job's
+        slot), then the batch's join and count (its own slot), then one pipeline dropping
+        the notes of the jobs that ended (``_join_batch``)."""
+        k, now = self.keys, time.time()
+        calls: list[tuple[Script, list[str], list[Any]]] = []
+        for job in jobs:
+            shard = shard_of(job.job_id)
+            if job.error is None:
+                keys = [k.job(job.job_id), k.active(shard), k.jobs(shard)]
+                args = [job.job_id, job.spec, job.state, now, job.deadline, batch or ""]
+                calls.append((self._create, keys, args))
+                continue
+            retain_keys, retain_args = self._retain(job.job_id, now, None)
+            keys = [k.job(job.job_id), k.jobs(shard), *retain_keys]
+            args = [job.job_id, job.spec, now, batch or "", job.error, *retain_args]
+            calls.append((self._create_failed, keys, args))
+        replies = self._run_scripts(calls)
+        created = [int(reply[0]) == 1 for reply in replies]
+        if batch:
+            # The batch's set is another slot: joined after its jobs exist, and joined again
+            # (and their ends counted again) by a submission made again: a process that
+            # died between leaves them out till then, or till the watchdog counts the ends.
+            join, ended = [], {}
+            for job, reply in zip(jobs, replies, strict=True):
+                their_batch, status, expires_at = (_s(part) for part in reply[1:])
+                if their_batch != batch:
+                    continue  # not this batch's job: a job of that id existed already
+                join.append(job.job_id)
+                if status in TERMINAL:
+                    ended[job.job_id] = expires_at
+            self._join_batch(batch, join, ended)
         return created
+
+    def _run_scripts(self, calls: list[tuple[Script, list[str], list[Any]]]) -> list[Any]:
+        """Each ``(script, keys, args)`` pipelined: one round trip per Redis (a cluster's
+        pipeline refuses scripts, so each master gets its own); the replies in order."""
+        if not isinstance(self.redis, RedisCluster):
+            return self._pipeline_scripts(self.redis, calls)
+        cluster: Any = self.redis  # redis-py's cluster has no hints
+        by_node: dict[str, list[int]] = {}
+        nodes = {}
+        for i, (_, keys, _) in enumerate(calls):
+            node = cluster.get_node_from_key(keys[0])
+            nodes[node.name] = node
+            by_node.setdefault(node.name, []).append(i)
+        replies: list[Any] = [None] * len(calls)
+        for name, indexes in by_node.items():
+            client = cluster.get_redis_connection(nodes[name])
+            found = self._pipeline_scripts(client, [calls[i] for i in indexes], moved=True)
+            for i, reply in zip(indexes, found, strict=True):
+                # Refused for a slot that moved meanwhile: one at a time, the cluster
+                # client following the redirection (each script is idempotent).
+                replies[i] = calls[i][0](calls[i][1], calls[i][2]) if reply is _MOVED else reply
+        return replies
+
+    def _pipeline_scripts(
+        self, client: Redis, calls: list[tuple[Script, list[str], list[Any]]], moved: bool = False
+    ) -> list[Any]:
+        """The calls in one pipeline on ``client``. A script that this Redis does not hold
+        (new, or restarted since) is loaded and the calls it refused are sent again.
+        ``moved``: a call refused because its slot is elsewhere replies ``_MOVED``."""
+        replies: list[Any] = [None] * len(calls)
+        todo = list(range(len(calls)))
+        for first in (True, False):
+            pipe = client.pipeline(transaction=False)
+            for i in todo:
+                script, keys, args = calls[i]
+                pipe.evalsha(script.sha, len(keys), *keys, *args)
+            refused = []
+            for i, reply in zip(todo, pipe.execute(raise_on_error=False), strict=True):
+                if first and isinstance(reply, NoScriptError):
+                    refused.append(i)
+                elif moved and isinstance(reply, AskError | TryAgainError | ClusterDownError):
+                    replies[i] = _MOVED
+                elif isinstance(reply, Exception):
+                    raise reply
+                else:
+                    replies[i] = reply
+            if not refused:
+                break
+            for script in {calls[i][0] for i in refused}:
+                client.script_load(script.script)
+            todo = refused
+        return replies
 
     def load(self, job_id: str) -> JobRecord | None:
         raw = self.redis.hgetall(self.keys.job(job_id))
@@ -979,6 +1135,25 @@ class JobStore:
                 args=[token, int(ttl_s * 1000), job_id, time.time() + ttl_s, iteration],
             )
         )
+
+    @cached_property
+    def _load_attempt(self) -> Script:
+        attempt = (_LUA / "attempt.lua").read_text()
+        body = (_LUA / "load_attempt.lua").read_text()
+        return self.redis.register_script(f"local function attempt()\n{attempt}\nend\n{body}")
+
+    def load_and_start(
+        self, job_id: str, iteration: int, token: str, ttl_s: float
+    ) -> tuple[JobRecord | None, int]:
+        """``load`` and then ``start_attempt`` in one round trip: the job (None: no such
+        job) and the attempt's code, -1 too when the job has ended (no lease taken)."""
+        k = self.keys
+        code, flat = self._load_attempt(
+            keys=[k.lease(job_id), k.active(shard_of(job_id)), k.job(job_id)],
+            args=[token, int(ttl_s * 1000), job_id, time.time() + ttl_s, iteration],
+        )
+        fields = {_s(flat[i]): _s(flat[i + 1]) for i in range(0, len(flat), 2)}
+        return _record(job_id, fields), int(code)
 
     def refund_attempt(self, job_id: str) -> None:
         """Give back the charge of the current iteration's attempt that ended cleanly

@@ -24,6 +24,7 @@ from core.models import describe_errors
 from workers.errors import OverLimit, SpecRefused, UnconfiguredProfile
 from workers.runtime import Runtime
 from workers.settings import Settings
+from workers.store import NewJob
 
 #: ``enqueue(job_id, iteration, countdown_s, queue)`` sends ``continuum.iterate``.
 Enqueue = Callable[[str, int, float, str], None]
@@ -79,11 +80,8 @@ def new_id() -> str:
     return uuid.uuid4().hex
 
 
-def submit_job(
-    rt: Runtime, spec: JobSpec, enqueue: Enqueue, *, batch: str | None = None
-) -> Submitted:
-    """Create the job (unless its id exists) and enqueue its iteration 0; ``SpecRefused``
-    (nothing created) when the spec asks for more than the operator allows or names a
+def _checked(rt: Runtime, spec: JobSpec) -> None:
+    """``SpecRefused`` when the spec asks for more than the operator allows or names a
     provider profile that is not configured."""
     problem = over_limits(spec, rt.settings)
     if problem is not None:
@@ -91,30 +89,66 @@ def submit_job(
     problem = unknown_profiles(spec, rt.pool.profiles)
     if problem is not None:
         raise UnconfiguredProfile(problem)
-    job_id = spec.job_id or new_id()
+
+
+def _new_job(rt: Runtime, spec: JobSpec, job_id: str) -> tuple[NewJob, str]:
+    """The job to create for a checked spec, and the queue of its iteration 0."""
     state = start(spec)
-    created = rt.store.create(
-        job_id,
-        spec.model_dump_json(),
-        state.model_dump_json(),
-        deadline=time.time() + rt.settings.queue_grace_s,
-        batch=batch,
-    )
+    deadline = time.time() + rt.settings.queue_grace_s
+    job = NewJob(job_id, spec.model_dump_json(), state.model_dump_json(), deadline)
+    return job, rt.queue_for(state)
+
+
+def _invalid_job(job_id: str, raw: Any, problem: str) -> NewJob:
+    return NewJob(job_id, json.dumps(raw, default=str), error=f"invalid job: {problem}")
+
+
+def submit_job(
+    rt: Runtime, spec: JobSpec, enqueue: Enqueue, *, batch: str | None = None
+) -> Submitted:
+    """Create the job (unless its id exists) and enqueue its iteration 0; ``SpecRefused``
+    (nothing created) when the spec asks for more than the operator allows or names a
+    provider profile that is not configured."""
+    _checked(rt, spec)
+    job, queue = _new_job(rt, spec, spec.job_id or new_id())
+    (created,) = rt.store.create_jobs([job], batch=batch)
     if created:
-        enqueue(job_id, 0, 0.0, rt.queue_for(state))
-    return Submitted(job_id, created)
+        enqueue(job.job_id, 0, 0.0, queue)
+    return Submitted(job.job_id, created)
 
 
 def record_invalid(
     rt: Runtime, job_id: str, raw: Any, problem: str, *, batch: str | None = None
 ) -> Submitted:
-    """Keep an invalid submission as a failed job that says what is wrong with it."""
-    created = rt.store.create(
-        job_id, json.dumps(raw, default=str), "{}", deadline=time.time() + 3600, batch=batch
-    )
-    if created:  # never fail a valid job that already holds this id
-        rt.store.fail(job_id, f"invalid job: {problem}")
-    return Submitted(job_id, created, f"invalid job: {problem}")
+    """Keep an invalid submission as a failed job that says what is wrong with it (a job
+    that already holds this id, valid or not, is left as it is)."""
+    job = _invalid_job(job_id, raw, problem)
+    (created,) = rt.store.create_jobs([job], batch=batch)
+    return Submitted(job_id, created, job.error)
+
+
+#: Specs of a batch created per round of Redis writes (``JobStore.create_jobs``): the
+#: round trips of a batch grow with its chunks, not its jobs.
+BATCH_CHUNK = 500
+
+
+def _batch_job(rt: Runtime, raw: Any, job_id: str) -> tuple[NewJob, str | None]:
+    """The job to create for one spec of a batch (``job_id``: its id by position, unless
+    it names its own), and its queue; None for a spec kept as a failed job."""
+    try:
+        spec = JobSpec.model_validate(raw)
+    except ValidationError as exc:
+        named = raw.get("job_id") if isinstance(raw, dict) else None
+        return _invalid_job(named if is_id(named) else job_id, raw, describe_errors(exc)), None
+    if spec.job_id is None:
+        # A stable id per position: resubmitting the same batch creates nothing twice.
+        spec = spec.model_copy(update={"job_id": job_id})
+    job_id = spec.job_id or job_id
+    try:
+        _checked(rt, spec)
+    except SpecRefused as exc:
+        return _invalid_job(job_id, raw, str(exc)), None
+    return _new_job(rt, spec, job_id)
 
 
 def submit_batch(
@@ -125,26 +159,16 @@ def submit_batch(
     batch_id: str | None = None,
 ) -> tuple[str, list[Submitted]]:
     """Create a batch of jobs from raw specs (each validated on its own: a bad one becomes
-    a failed job, the others run). Idempotent on ``batch_id``."""
+    a failed job, the others run), ``BATCH_CHUNK`` at a time. Idempotent on ``batch_id``."""
     batch_id = batch_id or new_id()
     rt.store.create_batch(batch_id, len(specs))
     out = []
-    for index, raw in enumerate(specs):
-        try:
-            spec = JobSpec.model_validate(raw)
-        except ValidationError as exc:
-            named = raw.get("job_id") if isinstance(raw, dict) else None
-            job_id = f"{batch_id}.{index}"
-            if is_id(named):
-                job_id = named
-            out.append(record_invalid(rt, job_id, raw, describe_errors(exc), batch=batch_id))
-            continue
-        if spec.job_id is None:
-            # A stable id per position: resubmitting the same batch creates nothing twice.
-            spec = spec.model_copy(update={"job_id": f"{batch_id}.{index}"})
-        try:
-            out.append(submit_job(rt, spec, enqueue, batch=batch_id))
-        except SpecRefused as exc:
-            job_id = spec.job_id or f"{batch_id}.{index}"
-            out.append(record_invalid(rt, job_id, raw, str(exc), batch=batch_id))
+    for first in range(0, len(specs), BATCH_CHUNK):
+        chunk = specs[first : first + BATCH_CHUNK]
+        made = [_batch_job(rt, raw, f"{batch_id}.{first + n}") for n, raw in enumerate(chunk)]
+        created = rt.store.create_jobs([job for job, _ in made], batch=batch_id)
+        for (job, queue), new in zip(made, created, strict=True):
+            if new and queue is not None:
+                enqueue(job.job_id, 0, 0.0, queue)
+            out.append(Submitted(job.job_id, new, job.error))
     return batch_id, out

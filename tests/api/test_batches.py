@@ -3,8 +3,12 @@ aggregated progress, cancellation."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
+import pytest
 from redis import Redis
+from redis.connection import AbstractConnection
 
 from tests.api.api_support import queued
 
@@ -67,3 +71,30 @@ def test_invalid_batch_requests(api: httpx.Client) -> None:
         r = api.post("/v1/batches", json=body)
         assert r.status_code == 422, (body, r.text)
         assert r.json()["detail"].startswith(message), r.json()
+
+
+def test_a_batch_of_invalid_specs_costs_round_trips_per_chunk_not_per_job(
+    api: httpx.Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """1,200 invalid specs become 1,200 failed jobs, counted in their batch, in a few Redis
+    round trips per chunk of the batch (``workers.submit.BATCH_CHUNK``), not a few per job."""
+    sent = [0]
+    send: Any = AbstractConnection.send_packed_command  # redis-py: no hints
+
+    def counted(conn: AbstractConnection, *args: Any, **kwargs: Any) -> None:
+        sent[0] += 1
+        send(conn, *args, **kwargs)
+
+    specs = [{"prompt": f"p{n}", "format": "yaml"} for n in range(1200)]
+    monkeypatch.setattr(AbstractConnection, "send_packed_command", counted)
+    r = api.post("/v1/batches", json={"batch_id": "many", "specs": specs})
+    monkeypatch.undo()
+    assert r.status_code == 202 and r.json()["created"] == 1200
+    assert len(r.json()["invalid"]) == 1200
+    assert sent[0] <= 4 * 3 + 4  # 3 chunks; the batch's record; scripts loaded once
+    view = api.get("/v1/batches/many").json()
+    assert view["done"] is True and view["counts"]["failed"] == 1200
+    assert view["expires_at"] is not None
+    again = api.post("/v1/batches", json={"batch_id": "many", "specs": specs})
+    assert again.status_code == 200 and again.json()["created"] == 0
+    assert api.get("/v1/batches/many").json()["ended"] == 1200

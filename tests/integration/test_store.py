@@ -8,7 +8,7 @@ import pytest
 from redis import Redis
 
 from workers.errors import OldKeyLayout
-from workers.store import CommitResult, JobStatus, JobStore
+from workers.store import CommitResult, JobStatus, JobStore, NewJob
 
 
 def store_for(client: Redis, prefix: str) -> JobStore:
@@ -109,6 +109,91 @@ def test_fail_marks_the_reason(redis_client: Redis, redis_prefix: str) -> None:
     record = store.load("j")
     assert record is not None and record.status is JobStatus.FAILED
     assert record.error is not None and "iteration" in record.error
+
+
+def test_load_and_start_reads_the_job_and_takes_its_lease_in_one_call(
+    redis_client: Redis, redis_prefix: str
+) -> None:
+    """The job and the attempt's code at once; no lease for a job that has ended or is
+    at another iteration, and no job read as None."""
+    store = store_for(redis_client, redis_prefix)
+    assert store.load_and_start("none", 0, "t", 30) == (None, -2)
+    store.create("j", '{"p": 1}', '{"s": 1}', deadline=time.time() + 60)
+    record, code = store.load_and_start("j", 0, "t1", 30)
+    assert code == 1 and record is not None and record.spec == '{"p": 1}'
+    assert record.status is JobStatus.QUEUED and record.state == '{"s": 1}'
+    assert store.load_and_start("j", 0, "t2", 30)[1] == 0  # t1 holds the lease
+    assert store.load_and_start("j", 1, "t2", 30)[1] == -1  # not at iteration 1
+    store.release_lease("j", "t1")
+    assert store.load_and_start("j", 0, "t3", 30)[1] == 2  # the second attempt at 0
+    store.release_lease("j", "t3")
+    store.fail("j", "x")
+    record, code = store.load_and_start("j", 0, "t4", 30)
+    assert code == -1 and record is not None and record.status is JobStatus.FAILED
+    assert not redis_client.exists(store.keys.lease("j"))
+
+
+def test_create_jobs_keeps_invalid_ones_failed_and_counts_them_in_their_batch(
+    redis_client: Redis, redis_prefix: str
+) -> None:
+    """Valid and invalid jobs of a batch created in one call: the invalid ones already
+    failed with their error, expiring, counted as ended; a job that held an id already
+    (valid or not) keeps everything, and only joins the batch if it is the batch's."""
+    store = JobStore(redis_client, prefix=redis_prefix, retention_s=3600)
+    store.create("taken", "{}", "{}", deadline=time.time() + 60)
+    assert store.create_batch("b", 3)
+    jobs = [
+        NewJob("ok", "{}", '{"s": 1}', time.time() + 60),
+        NewJob("bad", '{"format": "yaml"}', error="invalid job: format"),
+        NewJob("taken", "{}", error="invalid job: taken"),
+    ]
+    assert store.create_jobs(jobs, batch="b") == [True, True, False]
+    bad, taken = store.load("bad"), store.load("taken")
+    assert bad is not None and bad.status is JobStatus.FAILED and bad.state == "{}"
+    assert bad.error == "invalid job: format" and bad.batch == "b"
+    assert bad.expires_at is not None and 0 < redis_client.ttl(store.keys.job("bad")) <= 3600
+    assert [e.status for e in store.events("bad")] == [JobStatus.FAILED]
+    assert taken is not None and taken.status is JobStatus.QUEUED and taken.error is None
+    assert sorted(store.overdue(time.time() + 120)) == ["ok", "taken"]  # none for "bad"
+    status = store.batch_status("b")
+    assert status is not None and status.jobs == ["bad", "ok"] and status.ended == 1
+    assert store.settle_batch_ends(time.time() + 1) == []  # its note was dropped
+    assert store.create_jobs(jobs, batch="b") == [False, False, False]
+    assert store.batch_status("b").ended == 1  # type: ignore[union-attr]
+
+
+def test_a_batch_submitted_again_counts_the_ends_a_dead_process_left(
+    redis_client: Redis, redis_prefix: str
+) -> None:
+    """A process that died between creating a batch's failed jobs and joining them to
+    the batch left them out of it: the same submission made again joins and counts them."""
+    store = JobStore(redis_client, prefix=redis_prefix, retention_s=3600)
+    store.create_batch("b", 2)
+    jobs = [NewJob(f"b.{n}", "{}", error="invalid job: x") for n in range(2)]
+    store._join_batch = lambda *a: None  # type: ignore[method-assign]  # dies here
+    assert store.create_jobs(jobs, batch="b") == [True, True]
+    del store._join_batch
+    assert store.batch_status("b").jobs == []  # type: ignore[union-attr]
+    assert store.create_jobs(jobs, batch="b") == [False, False]
+    status = store.batch_status("b")
+    assert status is not None and status.jobs == ["b.0", "b.1"] and status.done
+    assert status.expires_at is not None
+    assert store.settle_batch_ends(time.time() + 1) == []
+
+
+def test_create_jobs_loads_the_scripts_a_redis_does_not_hold(
+    redis_client: Redis, redis_prefix: str
+) -> None:
+    """Pipelined scripts go by their hash: a Redis that does not hold one yet (new, or
+    restarted) gets it loaded and the refused calls run."""
+    store = store_for(redis_client, redis_prefix)
+    text = store._create_failed.script
+    unique = f"{text!s}\n-- {redis_prefix}"  # a script this Redis has never seen
+    store._create_failed = redis_client.register_script(unique)
+    assert not redis_client.script_exists(store._create_failed.sha)[0]
+    jobs = [NewJob(f"j{n}", "{}", error="invalid job: x") for n in range(3)]
+    assert store.create_jobs([NewJob("v", "{}", "{}", time.time()), *jobs]) == [True] * 4
+    assert store.load("j2").status is JobStatus.FAILED  # type: ignore[union-attr]
 
 
 def test_a_store_refuses_to_run_on_keys_of_the_layout_before_shards(

@@ -14,7 +14,7 @@ import pytest
 from redis import RedisCluster
 
 from workers.keys import SHARDS, Keys, shard_of
-from workers.store import STAGE_BYTES, CommitResult, JobStatus, JobStore, redis_client
+from workers.store import STAGE_BYTES, CommitResult, JobStatus, JobStore, NewJob, redis_client
 
 pytestmark = pytest.mark.slow
 
@@ -138,6 +138,44 @@ def test_batches_count_their_ended_jobs_across_slots(store: JobStore) -> None:
     assert status is not None and status.done and status.expires_at is not None
     assert 0 < store.redis.pttl(store.keys.batch_meta("b")) <= 3_600_000
     assert store.settle_batch_ends(time.time() + 1) == []  # every note was settled
+
+
+def test_a_batch_of_jobs_is_created_in_a_few_pipelines_across_the_masters(
+    store: JobStore,
+) -> None:
+    """Jobs of every shard (valid and failed ones) created in one call: each job's script
+    on its own master, the batch joined and its ended jobs counted in its own slot."""
+    jobs = ids_on_shards(12)
+    assert store.create_batch("b", len(jobs))
+    new = [
+        NewJob(job_id, "{}", "{}", time.time() + 60)
+        if n % 2
+        else NewJob(job_id, "{}", error="invalid job: x")
+        for n, job_id in enumerate(jobs)
+    ]
+    assert store.create_jobs(new, batch="b") == [True] * len(jobs)
+    status = store.batch_status("b")
+    assert status is not None and status.jobs == sorted(jobs) and status.ended == 6
+    assert status.counts["failed"] == 6 and status.counts["queued"] == 6
+    assert store.settle_batch_ends(time.time() + 1) == []
+    assert store.create_jobs(new, batch="b") == [False] * len(jobs)
+
+
+def test_a_script_refused_for_a_slot_that_moved_runs_through_the_cluster(
+    store: JobStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A master that no longer holds a job's slot (MOVED) refuses its script in the
+    pipeline: it runs again on its own, the cluster client following the redirection."""
+    client: Any = store.redis
+    jobs = ids_on_shards(6)
+    wrong = {client.get_node_from_key(store.keys.job(jobs[0])).name}
+    elsewhere = next(n for n in client.get_primaries() if n.name not in wrong)
+    monkeypatch.setattr(client, "get_node_from_key", lambda key, replica=False: elsewhere)
+    new = [NewJob(job_id, "{}", error="invalid job: x") for job_id in jobs]
+    assert store.create_jobs(new) == [True] * len(jobs)
+    monkeypatch.undo()
+    for job_id in jobs:
+        assert store.load(job_id).status is JobStatus.FAILED  # type: ignore[union-attr]
 
 
 def test_a_batch_count_a_dead_process_left_is_settled_by_the_watchdog(store: JobStore) -> None:
