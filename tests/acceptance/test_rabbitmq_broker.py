@@ -123,14 +123,33 @@ def test_bad_messages_are_dead_lettered_and_the_worker_goes_on(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize(
+    ("broker", "state_on"),
+    [("redis", "redis"), ("rabbitmq", "redis"), ("rabbitmq", "redis-cluster")],
+    ids=["redis", "rabbitmq", "rabbitmq-cluster"],
+    indirect=["broker"],
+)
 def test_recovery_after_kill_9_on_each_broker(
-    cluster: Callable[..., Cluster], serve: Callable[[Any], str], broker: str | None
+    cluster: Callable[..., Cluster],
+    serve: Callable[[Any], str],
+    broker: str | None,
+    state_on: str,
+    request: pytest.FixtureRequest,
 ) -> None:
     """A worker killed with SIGKILL in the middle of a model call, a new one started at
     once: the job's next commit comes about one lease later (the watchdog re-sends the
-    iteration), on either broker. Prints the measured time (docs/operations.md)."""
+    iteration), on either broker, and with job state on a 3-master Redis Cluster (queue on
+    RabbitMQ, results on the plain Redis). Prints the measured time (docs/operations.md)."""
     sim_url = serve(create_app(SimOptions(seed=3, latency=1.5)))
-    c = cluster(sim_url, broker_url=broker)
+    if state_on == "redis-cluster":
+        c = cluster(
+            sim_url,
+            url=request.getfixturevalue("redis_cluster_url"),
+            broker_url=broker,
+            CONTINUUM_RESULT_BACKEND=request.getfixturevalue("redis_url"),
+        )
+    else:
+        c = cluster(sim_url, broker_url=broker)
     c.beat()
     victim = c.worker(concurrency=2)
     c.producer().send_task(
@@ -146,11 +165,14 @@ def test_recovery_after_kill_9_on_each_broker(
     c.kill(victim)
     killed = time.monotonic()
     c.worker(concurrency=2)
+    startup = time.monotonic() - killed  # the new worker's start, 1 s idle, 8 s loaded
     while (record := store.load("phoenix")) is not None and record.iteration == before:
         assert time.monotonic() - killed < 60, c.logs()
         time.sleep(0.02)
     recovered = time.monotonic() - killed
-    print(f"\nrecovery after kill -9 ({'RabbitMQ' if broker else 'Redis'}): {recovered:.2f} s")
+    on = f"{'RabbitMQ' if broker else 'Redis'} broker, {state_on} store"
+    print(f"\nrecovery after kill -9 ({on}): {recovered:.2f} s (new worker up in {startup:.2f} s)")
     c.wait_ended(["phoenix"], timeout=60)
-    # The lease (2 s here) must expire first; the rest is the watchdog's pass and the call.
-    assert recovered < 2 + 5 + 1.5 + 5, recovered
+    # The lease (2 s here) must expire first; the rest is the watchdog's pass and the call,
+    # once the new worker is up (its start-up is the machine's, not the recovery's).
+    assert recovered < max(startup, 2 + 5) + 1.5 + 5, (recovered, startup)

@@ -38,6 +38,8 @@ def test_the_crash_delay_doubles_from_half_a_second_up_to_the_cap(
         (ReadOnlyError("You can't write against a read only replica."), True),
         (ResponseError(SCRIPT + "-READONLY You can't write against a read only replica."), True),
         (BusyLoadingError("Redis is loading the dataset in memory"), True),
+        (ResponseError("NOREPLICAS Not enough good replicas to write."), True),
+        (ResponseError(SCRIPT + "-NOREPLICAS Not enough good replicas to write."), True),
         (ConnectionError("Error 111 connecting to 127.0.0.1:6390. Connection refused."), True),
         (TimeoutError("Timeout reading from socket"), True),
         (ResponseError(SCRIPT + "WRONGTYPE Operation against a key holding the wrong kind"), False),
