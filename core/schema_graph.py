@@ -30,6 +30,8 @@ from core.errors import SchemaCostError
 
 Pointer = tuple[str | int, ...]
 
+#: What a subschema may be: an object, or true / false.
+_SCHEMAS = (dict, bool)
 #: Keywords whose subschemas apply to the value itself.
 _SAME_ONE = ("not", "if", "then", "else", "contentSchema")
 _SAME_LIST = ("allOf", "anyOf", "oneOf")
@@ -124,39 +126,19 @@ class SchemaGraph:
             self._nodes[pointer] = self._edges(pointer, self.value_at(pointer))
         return self._nodes[pointer]
 
-    def _edges(self, at: Pointer, value: Any) -> _Node:  # noqa: C901  # decision table; split pending (issue 13)
-        node = _Node()
+    def _edges(self, at: Pointer, value: Any) -> _Node:
+        """What a validator follows from the subschema ``value`` (at ``at``)."""
         if not isinstance(value, dict):
-            return node
-        schemas = (dict, bool)
-        for key in _SAME_ONE:
-            if isinstance(value.get(key), schemas):
-                node.same.append((*at, key))
-        for key in _SAME_LIST:
-            if isinstance(value.get(key), list):
-                node.same.extend((*at, key, i) for i in range(len(value[key])))
-        for key in _SAME_MAP:
-            if isinstance(value.get(key), dict):
-                subs = value[key].items()
-                node.same.extend((*at, key, k) for k, v in subs if isinstance(v, schemas))
+            return _Node()
+        same = [*_applied(at, value), *self._referred(value)]
+        return _Node(same, _elements(at, value), _members(at, value))
+
+    def _referred(self, value: dict[str, Any]) -> Iterator[Pointer]:
+        """The subschemas the value's references name (``$recursiveRef`` names the root)."""
         for key in REF_KEYWORDS:
             ref = value.get(key)
             if isinstance(ref, str):
-                node.same.extend(self.resolve("#" if key == "$recursiveRef" else ref))
-        items = value.get("items")
-        if isinstance(items, schemas):
-            node.elements.append((None, (*at, "items")))
-        for key in ("items", "prefixItems"):
-            if isinstance(value.get(key), list):
-                node.elements.extend((i, (*at, key, i)) for i in range(len(value[key])))
-        for keys, edges in ((_ELEMENTS, node.elements), (_MEMBERS, node.members)):
-            edges.extend((None, (*at, k)) for k in keys if isinstance(value.get(k), schemas))
-        for key, named in (("properties", True), ("patternProperties", False)):
-            if isinstance(value.get(key), dict):
-                for name, sub in value[key].items():
-                    if isinstance(sub, schemas):
-                        node.members.append((name if named else None, (*at, key, name)))
-        return node
+                yield from self.resolve("#" if key == "$recursiveRef" else ref)
 
     def size(self, start: Pointer, limit: int) -> int:
         """How many subschemas apply (with multiplicity) to a value ``start`` applies to;
@@ -253,6 +235,47 @@ class SchemaGraph:
         out.extend(c + any_element for c in indexed.values())
         out.extend(c + any_member for c in named.values())
         return out
+
+
+def _applied(at: Pointer, value: dict[str, Any]) -> Iterator[Pointer]:
+    """The subschemas written in ``value`` that apply to the value itself."""
+    for key in _SAME_ONE:
+        if isinstance(value.get(key), _SCHEMAS):
+            yield (*at, key)
+    for key in _SAME_LIST:
+        if isinstance(value.get(key), list):
+            yield from ((*at, key, i) for i in range(len(value[key])))
+    for key in _SAME_MAP:
+        if isinstance(value.get(key), dict):
+            subs = value[key].items()
+            yield from ((*at, key, k) for k, v in subs if isinstance(v, _SCHEMAS))
+
+
+def _elements(at: Pointer, value: dict[str, Any]) -> list[tuple[int | None, Pointer]]:
+    """The subschemas for the value's elements: by index, or for any (None)."""
+    out: list[tuple[int | None, Pointer]] = []
+    if isinstance(value.get("items"), _SCHEMAS):
+        out.append((None, (*at, "items")))
+    for key in ("items", "prefixItems"):
+        if isinstance(value.get(key), list):
+            out.extend((i, (*at, key, i)) for i in range(len(value[key])))
+    out.extend((None, (*at, k)) for k in _ELEMENTS if isinstance(value.get(k), _SCHEMAS))
+    return out
+
+
+def _members(at: Pointer, value: dict[str, Any]) -> list[tuple[str | None, Pointer]]:
+    """The subschemas for the value's members: by name, or for any (None)."""
+    out: list[tuple[str | None, Pointer]] = [
+        (None, (*at, k)) for k in _MEMBERS if isinstance(value.get(k), _SCHEMAS)
+    ]
+    for key, named in (("properties", True), ("patternProperties", False)):
+        if isinstance(value.get(key), dict):
+            out.extend(
+                (name if named else None, (*at, key, name))
+                for name, sub in value[key].items()
+                if isinstance(sub, _SCHEMAS)
+            )
+    return out
 
 
 def _too_many(limit: int, pointer: Pointer) -> SchemaCostError:

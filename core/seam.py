@@ -251,8 +251,12 @@ def _candidates(ctx: _Context, lead: Lead, start: int, notes: tuple[str, ...]) -
     return out
 
 
-def _restarted(ctx: _Context, body: str) -> bool:
-    """Does ``body`` begin the document again (so it cannot be new text as it stands)?"""
+def _restarted(ctx: _Context, lead: Lead, body: str) -> bool:
+    """Does ``body`` (after ``lead``) begin the document again, a wrapper's closing fence
+    aside (so it cannot be new text as it stands)?"""
+    fence = lead.fence or ctx.seam.wrapper
+    if fence:
+        body = closing_fence(body, fence, line_start=True)[0]
     if ctx.seam.restarts is not None:
         return ctx.seam.restarts(ctx.head, body)
     size = min(len(ctx.head), len(body))
@@ -353,81 +357,148 @@ def _same_document(ctx: _Context, one: _Tried, other: _Tried) -> bool:
     return longer.endswith(shorter) and longer[: len(longer) - len(shorter)].isspace()
 
 
-def _plausible(ctx: _Context, best: _Tried, rival: _Tried) -> bool:  # noqa: C901  # decision table; split pending (issue 13)
-    """Is ``rival`` (a different document) a reading a careful reader would also accept?"""
+#: One rule of ``_plausible``: its verdict on the rival, or None to ask the next rule.
+_Rule = Callable[[_Context, _Tried, _Tried], bool | None]
+
+
+def _plausible(ctx: _Context, best: _Tried, rival: _Tried) -> bool:
+    """Is ``rival`` (a different document) a reading a careful reader would also accept?
+
+    The readings drop different leads (``_LEAD_RULES``) or the same lead and different
+    repeats (``_REPEAT_RULES``); the first rule with a verdict decides, and the last rule
+    of each table always has one.
+    """
+    same_lead = best.cand.lead.end == rival.cand.lead.end
+    rules = _REPEAT_RULES if same_lead else _LEAD_RULES
+    return next(v for v in (rule(ctx, best, rival) for rule in rules) if v is not None)
+
+
+def _blank_lines_between(ctx: _Context, best: _Tried, rival: _Tried) -> bool | None:
+    """The leads differ by blank lines only: are they the wrapper's, or the text's?"""
+    low, high = sorted((best.cand.lead.end, rival.cand.lead.end))
+    if ctx.fragment[low:high].strip():
+        return None
+    run = ctx.tail[len(ctx.tail.rstrip()) :].count("\n")
+    if not run and (
+        _breaks_before_repeat(ctx, best, rival)
+        or _goes_on_with_cut_line(ctx.tail, ctx.fragment[high:])
+    ):
+        return False
+    return run != 2  # a paragraph break is there already, unless blank lines go on
+
+
+def _breaks_before_repeat(ctx: _Context, best: _Tried, rival: _Tried) -> bool:
+    """Kept as text, the blank lines would break the cut line before text the best reading
+    proved a repeat of it: the document does not say it twice (unless that is a whole
+    line or row again, as lists and tables do)."""
     b, r = best.cand, rival.cand
-    if b.lead.end != r.lead.end:
-        low, high = sorted((b.lead.end, r.lead.end))
-        if not ctx.fragment[low:high].strip():  # blank lines: the wrapper's, or the text's?
-            run = ctx.tail[len(ctx.tail.rstrip()) :].count("\n")
-            if (
-                not run
-                and b.confirmed
-                and b.end > b.start
-                and r.end == r.start
-                and not best.repaired
-                and not (ctx.seam.lines and ctx.seam.duplicates(ctx.tail, rival.append))
-            ):
-                # Kept as text, they would break the cut line before text the best
-                # reading proved a repeat of it: the document does not say it twice
-                # (unless that is a whole line or row again, as lists and tables do).
-                return False
-            after = ctx.fragment[high:]
-            spaced = after[:1] == " " and not after[1:2].isspace()  # not an indentation
-            if not run and (
-                spaced
-                or completes_known_word(ctx.tail, after[:MAX_WORD])
-                or splits_word(ctx.tail, after[:MAX_WORD])
-            ):
-                # The text after them goes on with the cut line (a space, the rest of a
-                # word the document uses): kept, they would break a line in the middle.
-                return False
-            return run != 2  # a paragraph break is there already, unless blank lines go on
-        if b.lead.end < r.lead.end and b.confirmed and b.end >= r.end:
-            # What the rival drops, lead and repeat, is the start of one longer repeat the
-            # best proved (a restart that re-sends the header): it reads less of it as one.
-            square = ctx.fragment[r.end : b.end]
-            rest = ctx.fragment[b.end :]
-            return visible(square) < CONFIRM or _plausible_square(ctx.tail, square, ctx.seam, rest)
-        if b.lead.end > r.lead.end:  # the best drops lines the rival keeps as content
-            # An unsure lead: plausible content, unless the best proved a repeat after it
-            # and the rival, keeping it, proves none (then the lines are no repeat).
-            proved = r.confirmed and r.info >= CONFIRM
-            return b.lead.strength < Strength.STRONG and (not b.confirmed or proved)
-        # The rival drops lines the best keeps: prose or content, unless the best proved
-        # them a repeat of the received text (then they are no preamble).
-        return r.lead.strength is Strength.STRONG or not b.confirmed
-    after = ctx.fragment[r.end :]
+    return (
+        b.confirmed
+        and b.end > b.start
+        and r.end == r.start
+        and not best.repaired
+        and not (ctx.seam.lines and ctx.seam.duplicates(ctx.tail, rival.append))
+    )
+
+
+def _goes_on_with_cut_line(tail: str, after: str) -> bool:
+    """The text after blank lines goes on with the cut line (a space, the rest of a word
+    the document uses): kept, the blank lines would break a line in the middle."""
+    spaced = after[:1] == " " and not after[1:2].isspace()  # not an indentation
+    return (
+        spaced
+        or completes_known_word(tail, after[:MAX_WORD])
+        or splits_word(tail, after[:MAX_WORD])
+    )
+
+
+def _reads_less_of_restart(ctx: _Context, best: _Tried, rival: _Tried) -> bool | None:
+    """What the rival drops, lead and repeat, is the start of one longer repeat the best
+    proved (a restart that re-sends the header): it reads less of it as one."""
+    b, r = best.cand, rival.cand
+    if not (b.lead.end < r.lead.end and b.confirmed and b.end >= r.end):
+        return None
+    square = ctx.fragment[r.end : b.end]
+    rest = ctx.fragment[b.end :]
+    return visible(square) < CONFIRM or _plausible_square(ctx.tail, square, ctx.seam, rest)
+
+
+def _keeps_best_lead(ctx: _Context, best: _Tried, rival: _Tried) -> bool | None:
+    """The best drops lines the rival keeps as content: plausible content where the lead
+    was unsure, unless the best proved a repeat after it and the rival, keeping it,
+    proves none (then the lines are no repeat)."""
+    b, r = best.cand, rival.cand
+    if b.lead.end <= r.lead.end:
+        return None
+    proved = r.confirmed and r.info >= CONFIRM
+    return b.lead.strength < Strength.STRONG and (not b.confirmed or proved)
+
+
+def _drops_more_lead(ctx: _Context, best: _Tried, rival: _Tried) -> bool:
+    """The rival drops lines the best keeps: prose or content, unless the best proved them
+    a repeat of the received text (then they are no preamble)."""
+    return rival.cand.lead.strength is Strength.STRONG or not best.cand.confirmed
+
+
+def _rejoins_cut_line(ctx: _Context, best: _Tried, rival: _Tried) -> bool | None:
+    """The rival's repair ends the cut line where it was cut, in a unit the document never
+    used, that the text after the break completes into one it uses ("agree,agr" +
+    "ee,agree"): the text goes on with the cut line, it starts no new one."""
+    after = ctx.fragment[rival.cand.end :]
     restored = rival.repaired and not best.repaired and breaks_line(rival.append, after)
-    if restored and (ctx.seam.rejoins(ctx.tail, after) or ctx.seam.rejoins(ctx.tail, best.append)):
-        # The repair ends the cut line where it was cut, in a unit the document never used,
-        # that the text after the break completes into one it uses ("agree,agr" +
-        # "ee,agree"): the text goes on with the cut line, it starts no new one.
+    rejoins = ctx.seam.rejoins
+    if restored and (rejoins(ctx.tail, after) or rejoins(ctx.tail, best.append)):
         return False
-    if b.start != r.start:
-        return not b.confirmed
-    if b.info > r.info and glue_known(ctx.tail, best.append, rival.append):
-        # The rival proves less repeat and glues the cut word into one the document
-        # never wrote ("70" + "8,11": "708"); the best keeps the document's words.
+    return None
+
+
+def _glues_new_word(ctx: _Context, best: _Tried, rival: _Tried) -> bool | None:
+    """The rival proves less repeat and glues the cut word into one the document never
+    wrote ("70" + "8,11": "708"); the best keeps the document's words."""
+    if best.cand.info > rival.cand.info and glue_known(ctx.tail, best.append, rival.append):
         return False
+    return None
+
+
+def _square_between(ctx: _Context, best: _Tried, rival: _Tried) -> bool:
+    """The readings differ in how much they read as repeated: weigh the square, the text
+    the shorter reading keeps and the longer drops."""
+    b, r = best.cand, rival.cand
     low, high = sorted((b.end, r.end))
-    square = ctx.fragment[low:high]
+    square, after = ctx.fragment[low:high], ctx.fragment[high:]
     shorter = best if b.end == low else rival
-    if line_prefix(ctx.tail, square) and breaks_line(shorter.append, ctx.fragment[low:]):
+    broken = breaks_line(shorter.append, ctx.fragment[low:])
+    if broken and line_prefix(ctx.tail, square):
         # The reading with a line break inserted has two lines sharing a start: plausible,
         # unless the first would end in a word the document does not know.
-        return shorter is best or not ctx.seam.token_cut(ctx.tail, square, ctx.fragment[high:])
-    few_lines = square.strip("\r\n").count("\n") < RECORD_LINES
-    # All that was received again is a restart, no record the document holds twice.
-    record = ctx.seam.lines and few_lines and len(square) < ctx.total
-    if record and ctx.seam.duplicates(ctx.tail, shorter.append):
-        # The shorter reading repeats a line or row, as lists and tables do (a longer
-        # block again is weighed whole, as a square).
+        return shorter is best or not ctx.seam.token_cut(ctx.tail, square, after)
+    if _record_again(ctx, square, shorter):
         return True
-    broken = breaks_line(shorter.append, ctx.fragment[low:])
-    if _plausible_square(ctx.tail, square, ctx.seam, ctx.fragment[high:], glued=not broken):
+    if _plausible_square(ctx.tail, square, ctx.seam, after, glued=not broken):
         return True
     return not (b.exact and r.exact) and not (b.confirmed and visible(square) >= CONFIRM)
+
+
+def _record_again(ctx: _Context, square: str, shorter: _Tried) -> bool:
+    """The shorter reading repeats a line or row, as lists and tables do (a longer block
+    again is weighed whole, as a square; all that was received again is a restart, no
+    record the document holds twice)."""
+    few_lines = square.strip("\r\n").count("\n") < RECORD_LINES
+    record = ctx.seam.lines and few_lines and len(square) < ctx.total
+    return record and ctx.seam.duplicates(ctx.tail, shorter.append)
+
+
+_LEAD_RULES: tuple[_Rule, ...] = (
+    _blank_lines_between,
+    _reads_less_of_restart,
+    _keeps_best_lead,
+    _drops_more_lead,
+)
+_REPEAT_RULES: tuple[_Rule, ...] = (
+    _rejoins_cut_line,
+    _glues_new_word,
+    _square_between,
+)
 
 
 def _describe(tried: _Tried) -> str:
@@ -439,7 +510,7 @@ def _describe(tried: _Tried) -> str:
     return " after ".join(reversed(parts)) if len(parts) > 1 else parts[0]
 
 
-def plan_seam(  # noqa: C901, PLR0915  # decision table; split pending (issue 13)
+def plan_seam(
     tail: str, total: int, head: str, fragment: str, seam: Seam
 ) -> tuple[Reading | None, str]:
     """Choose how to splice a cleaned, non-empty fragment onto the tail (see module doc).
@@ -448,44 +519,79 @@ def plan_seam(  # noqa: C901, PLR0915  # decision table; split pending (issue 13
     (``REPEATED`` with an empty reading: the fragment only restarted the document).
     """
     ctx = _Context(tail, head, total, fragment, seam, line_start=not tail or tail.endswith("\n"))
+    found, restarted = _gather(ctx)
+    cands = _verbatim_first(found)
+    tried = _try(ctx, cands)
+    if not tried:
+        return _nothing_read(restarted, total)
+    best = _best(tried)
+    doubts = [*_rival_doubts(ctx, best, tried), *_echo_doubts(ctx, best, cands)]
+    reading = best.reading
+    if doubts:
+        warnings, doubted = (*reading.warnings, *doubts), (*reading.doubts, *doubts)
+        reading = replace(reading, warnings=warnings, doubts=doubted)
+    return reading, NO_SEAM
+
+
+def _gather(ctx: _Context) -> tuple[list[_Candidate], tuple[Lead, int] | None]:
+    """Every candidate reading, and the first lead after which the fragment restarts the
+    document, with the length of what follows it (None: no restart)."""
+    if ctx.seam.exact:
+        return [_Candidate(NO_LEAD, 0, 0, 0, True, False)], None
     cands: list[_Candidate] = []
     restarted: tuple[Lead, int] | None = None
-    leads = _read_on(
-        tail,
-        fragment,
-        leads=_glued_fence(
-            tail,
-            fragment,
-            lead_candidates(fragment, prose=seam.prose, fence_strength=seam.fence_strength),
-        ),
-    )
-    for lead in (NO_LEAD, *leads) if not seam.exact else ():
-        body = fragment[lead.end :]
-        before = tail + fragment[: lead.end] if lead.end else tail
-        parted = before.replace("\r\n", "\n").endswith("\n\n")
-        dropped, note, sure = seam.drop_repeat(body, parted)
-        if dropped:
-            end = lead.end + dropped
-            header = Lead(end, sure, lead.fence, fragment[:end])
-            cands += _candidates(ctx, header, end, (note,))
+    for lead in (NO_LEAD, *_leads(ctx)):
+        body = ctx.fragment[lead.end :]
+        cands += _header_candidates(ctx, lead, body)
         found = _candidates(ctx, lead, lead.end, ())
-        fence = lead.fence or seam.wrapper
-        if _restarted(ctx, closing_fence(body, fence, line_start=True)[0] if fence else body):
+        if _restarted(ctx, lead, body):
             # A restart is new text only past the cut; what keeps the restart (or the
             # wrapper before it) as content repeats the document.
             restarted = restarted or (lead, len(body))
-            whole = visible(ctx.head)
-            found = [c for c in found if c.confirmed and c.info >= whole]
+            found = _past_restart(ctx, lead, body, found)
             cands = [c for c in cands if c.confirmed]
-            at = body.find(tail) if len(tail) >= ctx.seam.restart_min else -1
-            if at >= 0:  # past the tail window: the whole tail inside it marks the cut
-                end = lead.end + at + len(tail)
-                said = ("fragment restarted the document; kept only what follows the cut",)
-                found.append(_Candidate(lead, lead.end, end, visible(tail), True, True, said))
         cands += found
-    if seam.exact:
-        cands = [_Candidate(NO_LEAD, 0, 0, 0, True, False)]
-    cands = _verbatim_first(cands)
+    return cands, restarted
+
+
+def _leads(ctx: _Context) -> list[Lead]:
+    """The fragment's leads, made sure or unsure by where they join the cut."""
+    seam = ctx.seam
+    leads = lead_candidates(ctx.fragment, prose=seam.prose, fence_strength=seam.fence_strength)
+    return _read_on(ctx.tail, ctx.fragment, leads=_glued_fence(ctx.tail, ctx.fragment, leads))
+
+
+def _header_candidates(ctx: _Context, lead: Lead, body: str) -> list[_Candidate]:
+    """The candidates after a repeat the format recognises at the body's start (a header
+    again), read as part of the lead."""
+    before = ctx.tail + ctx.fragment[: lead.end] if lead.end else ctx.tail
+    parted = before.replace("\r\n", "\n").endswith("\n\n")
+    dropped, note, sure = ctx.seam.drop_repeat(body, parted)
+    if not dropped:
+        return []
+    end = lead.end + dropped
+    header = Lead(end, sure, lead.fence, ctx.fragment[:end])
+    return _candidates(ctx, header, end, (note,))
+
+
+def _past_restart(
+    ctx: _Context, lead: Lead, body: str, found: list[_Candidate]
+) -> list[_Candidate]:
+    """The candidates after a lead whose body restarts the document: those that drop all
+    of the document's head, and where the whole tail is in the body, the text after it."""
+    whole = visible(ctx.head)
+    kept = [c for c in found if c.confirmed and c.info >= whole]
+    at = body.find(ctx.tail) if len(ctx.tail) >= ctx.seam.restart_min else -1
+    if at >= 0:  # past the tail window: the whole tail inside it marks the cut
+        end = lead.end + at + len(ctx.tail)
+        said = ("fragment restarted the document; kept only what follows the cut",)
+        kept.append(_Candidate(lead, lead.end, end, visible(ctx.tail), True, True, said))
+    return kept
+
+
+def _try(ctx: _Context, cands: list[_Candidate]) -> list[_Tried]:
+    """The readings the format accepts, one per document, best first. Past ``MAX_EVALS``
+    checks or ``MAX_READINGS`` documents, only readings with no repeat are checked."""
     tried: list[_Tried] = []
     evals = 0
     for cand in cands:
@@ -496,44 +602,52 @@ def plan_seam(  # noqa: C901, PLR0915  # decision table; split pending (issue 13
         result = _evaluate(ctx, cand)
         if result is not None and not any(_same_document(ctx, result, t) for t in tried):
             tried.append(result)
-    echo = _echo(ctx, cands) if not seam.exact else ""
-    if not tried:
-        if restarted is not None and restarted[1] < total:
-            # The document again from its start, cut before it reached the cut: nothing new.
-            lead = restarted[0]
-            warnings = (f"dropped a {lead.end}-character preamble: {lead.text!r:.80}",)
-            reading = Reading(Splice(restarted[1], lead.end), "", "", warnings[: bool(lead.end)])
-            return reading, REPEATED
-        return None, REPEATED if restarted else NO_SEAM
-    # A reading valid as it stands beats one the format had to repair, unless the repaired
-    # one has the better proof (a confirmed repeat); both are weighed.
+    return tried
+
+
+def _nothing_read(restarted: tuple[Lead, int] | None, total: int) -> tuple[Reading | None, str]:
+    """No reading is valid: a failure, or a restart cut before it reached the cut."""
+    if restarted is None:
+        return None, NO_SEAM
+    lead, size = restarted
+    if size >= total:
+        return None, REPEATED
+    # The document again from its start, cut before it reached the cut: nothing new.
+    warnings = (f"dropped a {lead.end}-character preamble: {lead.text!r:.80}",)
+    return Reading(Splice(size, lead.end), "", "", warnings[: bool(lead.end)]), REPEATED
+
+
+def _best(tried: list[_Tried]) -> _Tried:
+    """A reading valid as it stands beats one the format had to repair, unless the repaired
+    one has the better proof (a confirmed repeat); both are weighed."""
     best = tried[0]
     if best.repaired:
         best = next(
             (t for t in tried if not t.repaired and t.cand.confirmed >= best.cand.confirmed), best
         )
+    return best
+
+
+def _rival_doubts(ctx: _Context, best: _Tried, tried: list[_Tried]) -> list[str]:
+    """A doubt for each of the first two other readings that are plausible too."""
     rivals = [t for t in tried if t is not best]
     plausible = islice((rival for rival in rivals if _plausible(ctx, best, rival)), 2)
-    doubts = [
+    return [
         f"ambiguous seam: read {_describe(best)}; {_describe(rival)} would give another document"
         for rival in plausible
     ]
-    reading = best.reading
-    if echo and not best.cand.confirmed:
-        # A copy of earlier text: a repeat the output limit cut before it reached the cut,
-        # or the document saying the same again. Only asking again can tell.
-        what = "is all" if echo == ECHOED else "begins with"
-        doubts.append(f"{AMBIGUOUS}seam: the reply {what} a copy of text from before the cut")
-    if doubts:
-        reading = Reading(
-            reading.splice,
-            reading.append,
-            reading.fence,
-            (*reading.warnings, *doubts),
-            (*reading.doubts, *doubts),
-            reading.closed,
-        )
-    return reading, NO_SEAM
+
+
+def _echo_doubts(ctx: _Context, best: _Tried, cands: list[_Candidate]) -> list[str]:
+    """A copy of earlier text: a repeat the output limit cut before it reached the cut, or
+    the document saying the same again. Only asking again can tell."""
+    if ctx.seam.exact or best.cand.confirmed:
+        return []
+    echo = _echo(ctx, cands)
+    if not echo:
+        return []
+    what = "is all" if echo == ECHOED else "begins with"
+    return [f"{AMBIGUOUS}seam: the reply {what} a copy of text from before the cut"]
 
 
 def _read_on(tail: str, fragment: str, *, leads: list[Lead]) -> list[Lead]:

@@ -153,6 +153,8 @@ def _last_word(text: str) -> re.Match[str] | None:
         if found is None or found.start() > start or start == 0:
             return found
         start = max(0, start - 4096)
+
+
 _FIRST_WORD = re.compile(r"[^\W_]*")
 
 
@@ -260,7 +262,7 @@ def duplicate_line(tail: str, append: str) -> bool:
     )
 
 
-def plausible_square(  # noqa: C901  # decision table; split pending (issue 13)
+def plausible_square(
     tail: str,
     square: str,
     rest: str = "",
@@ -282,25 +284,49 @@ def plausible_square(  # noqa: C901  # decision table; split pending (issue 13)
     """
     if not square:
         return False
+    repeated = _repeated_there(tail, square, rest, compact=compact, glued=glued)
+    if repeated is not None:
+        return repeated
+    if aligned(tail, square, rest):
+        return True
+    if visible(square) >= CONFIRM or structural(square):
+        return False
+    return _short_square(tail, square, rest)
+
+
+def _repeated_there(
+    tail: str, square: str, rest: str, *, compact: bool, glued: bool
+) -> bool | None:
+    """What the text around the cut says: True where it repeats the square (periodic, or
+    text the document keeps using), False where the square's first copy splits a word;
+    None where it says nothing."""
     if periodic(tail, square) or continues_with(rest, square):
         return True
     if _splits_a_word(tail, square):
         return False  # "enough, " then "ough, ": the second copy a word the text never used
     if recurring(tail, square) and not (glued and _doubles_cut_word(tail, square, rest)):
         return True  # the document keeps using this text, so it may come again
-    if compact:  # JSON: white space is no part of the period
-        unit = "".join(square.split())
-        window = "".join(tail[-PERIODIC_WINDOW:].split())
-        if unit and (periodic(window, unit) or recurring(window, unit)):
-            return True
-    if aligned(tail, square, rest):
+    if compact and _repeated_compact(tail, square):
         return True
-    if visible(square) >= CONFIRM or structural(square):
-        return False
-    # Short squares: punctuation, white space or a couple of letters can double by
-    # chance ("ll", "00", ", "); so can one number ("19 19", "1919") and one whole word
-    # with a separator ("the the"). A word doubled with nothing between ("bicy" +
-    # "bicycle": "bicybicycle") or a phrase ("* In 2" + "* In 2001") is no text.
+    return None
+
+
+def _repeated_compact(tail: str, square: str) -> bool:
+    """Whether the tail doubles or keeps using the square, white space aside (JSON: white
+    space is no part of the period)."""
+    unit = "".join(square.split())
+    window = "".join(tail[-PERIODIC_WINDOW:].split())
+    return bool(unit) and (periodic(window, unit) or recurring(window, unit))
+
+
+def _short_square(tail: str, square: str, rest: str) -> bool:
+    """Whether a short square (under ``CONFIRM`` visible characters) may double by chance.
+
+    Punctuation, white space or a couple of letters can ("ll", "00", ", "); so can one
+    number ("19 19", "1919") and one whole word with a separator ("the the"). A word
+    doubled with nothing between ("bicy" + "bicycle": "bicybicycle") or a phrase ("* In 2"
+    + "* In 2001") is no text.
+    """
     words = _WORDS.findall(square)
     if sum(map(len, words)) <= 2:
         return not _glues_unknown(tail, square, rest)
