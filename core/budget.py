@@ -3,7 +3,7 @@
 A continuation prompt shows the model the document it is writing, left open at the cut, so
 it knows where it is in the hierarchy. The document can be far larger than a prompt can
 carry, and what matters most is what is nearest the cut, so the character budget is spent
-bottom-up (SPEC §2.2, seed "budget rendering requirement"):
+bottom-up (docs/engine.md, "JSON"):
 
 1. The cut element first: its raw text up to the cut if it fits, else its type hint.
 2. Then the siblings of each open container, from the cut's container up to the root and,

@@ -1,10 +1,11 @@
-"""Seed 000's contexts for a JSON text cut anywhere (step 5 of its loop).
+"""The contexts of a JSON text cut anywhere (docs/engine.md, "One iteration").
 
 The engine computes the same pieces incrementally from its state; this function gives
 them for a whole cut text, for tools and tests. Like the engine, it renders the budgeted
 context from at most the last :data:`~core.state.TAIL_CHARS` characters (the path above
-them re-opened from the scanner): rendering re-reads its input token by token in Python,
-which a megabyte of JSON would make take seconds.
+them re-opened from the scanner): rendering reads the members of open containers one at
+a time in Python (complete values are skipped by the C scanner), which a megabyte of JSON
+would still make slow.
 """
 
 from __future__ import annotations

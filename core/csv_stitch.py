@@ -1,4 +1,4 @@
-"""CSV stitching: never glue rows, never lose the header (SPEC §2.3).
+"""CSV stitching: never glue rows, never lose the header (docs/engine.md, "CSV, Markdown, text").
 
 The header's field count is the proof a seam needs. After a cut that already holds every
 field, a fragment that starts a new row gets its line break back (``"1,Alice" + "2,Bob"`` is

@@ -239,7 +239,8 @@ def retry_messages(
 
 
 def repair_messages(spec: JobSpec, output: str, error: str) -> list[Message]:
-    """Seed 001's one-shot repair: the failed output and its exact error fed back."""
+    """The one-shot repair: the failed output and its exact error fed back
+    (docs/engine.md, "Validation and repair")."""
     return [
         *opening_messages(spec),
         Message(role="assistant", content=output),

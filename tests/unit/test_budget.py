@@ -1,4 +1,4 @@
-"""Budgeted prompt context (SPEC §2.2, seed "budget rendering requirement").
+"""Budgeted prompt context (docs/engine.md, "JSON").
 
 The seed's examples come first, then one table per behaviour: where the cut falls, how the
 budget is spent, summary mode, folding of huge sibling arrays, raw text, complete documents,

@@ -1,4 +1,4 @@
-"""Seed 000's five contexts for a cut JSON text."""
+"""The five contexts of a cut JSON text (docs/engine.md, "One iteration")."""
 
 from __future__ import annotations
 

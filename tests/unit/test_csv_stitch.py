@@ -1,4 +1,5 @@
-"""CSV stitching (SPEC §2.3): rows never glue, the header is never lost, repeats go once.
+"""CSV stitching (docs/engine.md, "CSV, Markdown, text"): rows never glue, the header is
+never lost, repeats go once.
 
 One table per behaviour; each row's id says what it pins down. The seed's merger glued
 ``"1,Alice" + "2,Bob"`` into one row and lost the header; those cases come first.

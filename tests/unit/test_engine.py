@@ -1,9 +1,10 @@
 """The continuation engine, one reply at a time: ``start(spec)`` then ``advance(state, reply)``.
 
 Replies are written by hand (or by ``FakeModel``, a model that honours the continuation
-prompt), so every row of seed 000's decision table and of SPEC 2.7's finish-reason table
-is pinned down without any I/O. ``run_job`` runs a whole job through the loop ``continuum
-run`` runs (``workers.local.run_calls``, with ``core.policy``'s rules) over such a model.
+prompt), so every row of the decision table (docs/engine.md, "One iteration") and of the
+finish-reason table (docs/providers.md) is pinned down without any I/O. ``run_job`` runs
+a whole job through the loop ``continuum run`` runs (``workers.local.run_calls``, with
+``core.policy``'s rules) over such a model.
 """
 
 from __future__ import annotations
@@ -110,7 +111,7 @@ def step(state: JobState, *replies: ProviderResponse) -> tuple[JobState, list[De
     return state, decisions, out
 
 
-# -- a model that follows the continuation prompt, and the job loop ---------------------
+# -- a model that follows the continuation prompt, and the job loop ----------------------
 
 _REPEAT = re.compile(re.escape(REPEAT_OPEN) + r"(.*?)" + re.escape(REPEAT_CLOSE), re.S)
 _DELIVERED = re.compile(r"Delivered so far: ([\d,]+) characters")
@@ -252,7 +253,7 @@ def cut_after(text: str, needle: str, start: int = 0) -> int:
     return text.index(needle, start) + len(needle)
 
 
-# -- seed 000's decision table -----------------------------------------------------------
+# -- the decision table (docs/engine.md) -------------------------------------------------
 
 
 def test_complete_first_reply_finishes_at_once() -> None:
@@ -408,7 +409,7 @@ def test_consecutive_failures_fall_back_to_the_last_valid_part(limit: int) -> No
 
 
 def test_default_is_three_consecutive_failures() -> None:
-    """Seed 000: the third failure in a row stops the job."""
+    """The third failure in a row stops the job."""
     cut = cut_after(DOC, '"id": 5')
     state, _, _ = step(start(job()), reply(DOC[:cut]))
     state, decisions, _ = step(state, *[reply(GARBAGE)] * 3)
@@ -448,7 +449,7 @@ def test_raise_error_turns_a_fallback_into_a_failure() -> None:
     assert state.metadata.fallback_used
 
 
-# -- finish reasons (SPEC 2.7) -----------------------------------------------------------
+# -- finish reasons (docs/providers.md) --------------------------------------------------
 
 
 @pytest.mark.parametrize("fmt", ["csv", "markdown", "text"])
@@ -584,7 +585,7 @@ def test_retries_count_against_max_attempts() -> None:
     assert "max_attempts" in decisions[-1].reason  # type: ignore[union-attr]
 
 
-# -- progress markers and stalls (SPEC 2.4) ----------------------------------------------
+# -- progress markers and stalls ---------------------------------------------------------
 
 
 def test_progress_marker_is_stripped_before_merging_and_recorded() -> None:
@@ -739,7 +740,7 @@ def test_auto_json_job_runs_to_the_end() -> None:
     assert run.result == DOC
 
 
-# -- metadata (SPEC 2.6) -----------------------------------------------------------------
+# -- metadata ----------------------------------------------------------------------------
 
 
 def test_metadata_accounts_every_iteration() -> None:

@@ -1,4 +1,4 @@
-"""Merging JSON fragments: every overlap shape of SPEC 2.2, and what must fail."""
+"""Merging JSON fragments: every overlap shape of docs/engine.md "JSON", and what must fail."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Markdown stitching (SPEC §2.3): blocks stay apart, code stays code, headings stay.
+"""Markdown stitching (docs/engine.md, "CSV, Markdown, text"): blocks stay apart, code
+stays code, headings stay.
 
 One table per behaviour; each row's id says what it pins down. The seed's merger glued
 ``"Content" + "## Section"``, lost the code-fence state and deleted headings that had a

@@ -161,7 +161,8 @@ def test_output_format_resolution(
 
 
 def test_defaults_follow_the_spec() -> None:
-    """SPEC 2.6 / seed 002: 10 attempts, return partial, 3 merge failures, stall after 3."""
+    """The defaults (docs/api.md, "POST /v1/jobs"): 10 attempts, return partial, 3 merge
+    failures, stall after 3."""
     cfg = ContinuationConfig()
     assert cfg.max_attempts == 10
     assert cfg.on_failure.value == "return_partial"

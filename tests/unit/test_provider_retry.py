@@ -173,6 +173,7 @@ def test_fatal_errors_are_not_retried(error: FatalError) -> None:
 
 
 def test_a_reply_with_a_bad_finish_reason_is_returned_not_retried() -> None:
-    """Malformed or `error` replies are values the engine decides on (SPEC 2.7)."""
+    """Malformed or `error` replies are values the engine decides on (docs/providers.md,
+    "Errors, retries, fallbacks")."""
     odd = ProviderResponse(finish_reason=None, error="no finish reason")
     assert run(Scripted([odd, OK])) == (odd, [])

@@ -1,4 +1,4 @@
-"""Validation of the final JSON and the repair phase (SPEC 2.5, seed 001).
+"""Validation of the final JSON and the repair phase (docs/engine.md, "Validation and repair").
 
 ``core.review(state, text)`` runs on a complete output when the engine says
 ``Finish(review=True)``; it finishes, or asks for a repair (a Retry whose messages feed the
@@ -97,7 +97,7 @@ def run_repairs(job: JobSpec, first: str, *repairs: str) -> tuple[JobState, list
         decisions.append(decision)
 
 
-# -- max_repair_attempts (seed 001's table) ----------------------------------------------
+# -- max_repair_attempts (docs/engine.md, "Validation and repair") -----------------------
 
 
 def test_zero_repair_attempts_skips_validation() -> None:
@@ -154,7 +154,7 @@ def test_no_schema_means_no_review() -> None:
 
 
 def test_repair_prompt_feeds_back_the_exact_error_and_the_output() -> None:
-    """Seed 001: the failed output as the assistant turn, then the exact error."""
+    """The failed output as the assistant turn, then the exact error."""
     job = spec(json_schema=SCHEMA, max_repair_attempts=2)
     state, _ = generated(job, INVALID)
     after, decision = review(state, INVALID)
@@ -291,7 +291,7 @@ def test_all_items_valid_keeps_the_output_untouched() -> None:
 
 
 def test_zero_valid_items_fails_the_job() -> None:
-    """Seed 001: if no item survives, the operation fails."""
+    """If no item survives, the operation fails."""
     text = json.dumps([{"id": "x"}, 3, {"name": "no id"}])
     state, _ = generated(spec(item_schema=ITEM_SCHEMA), text)
     after, decision = review(state, text)

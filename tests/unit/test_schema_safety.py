@@ -1,6 +1,7 @@
-"""User-supplied JSON Schemas are bounded, local, linear and cheap (SPEC 10; issue 11, items
-4 and 7): refused at submission with a message naming the problem, applied by a validator
-that retrieves nothing, and never able to crash or freeze the review of a paid reply."""
+"""User-supplied JSON Schemas are bounded, local, linear and cheap (docs/operations.md,
+"Security"; issue 11, items 4 and 7): refused at submission with a message naming the
+problem, applied by a validator that retrieves nothing, and never able to crash or freeze
+the review of a paid reply."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Plain-text stitching and the shared seam rules (SPEC §2.3: "the same safety rules as JSON").
+"""Plain-text stitching and the shared seam rules (docs/engine.md, "Reading a seam": the
+same safety rules as JSON).
 
 Overlaps of 8+ characters are removed once; shorter ones are ambiguous and read as exact
 continuation with a warning; a restart never duplicates; wrappers and prose go.

@@ -104,7 +104,8 @@ def test_a_model_refusing_max_tokens_is_asked_again_with_the_other_field_once(
 def test_finish_reasons_map_onto_the_normalised_table(
     chat: Served[ChatFake], raw: str | None, expected: FinishReason | None
 ) -> None:
-    """SPEC 2.7: each finish_reason, and a missing or unknown one is None (malformed)."""
+    """Each finish_reason (docs/providers.md, "Finish reasons"), and a missing or unknown
+    one is None (malformed)."""
     chat.fake.json(chat_completion("chatcmpl-9", "gpt-4.1-mini", "partial", raw, out=7))
     reply = chat.provider().complete(ask())
     assert reply.finish_reason is expected
