@@ -59,6 +59,7 @@ fields_changed: Counter[str] = Counter()
 #: The store's methods an iteration calls, and the phase each one is.
 STORE_PHASES = {
     "load": "load the job (HGETALL)",
+    "load_and_start": "load the job, take the lease, charge the attempt (one Lua script)",
     "start_attempt": "take the lease, charge the attempt (Lua)",
     "commit": "commit (Lua: append, state, CAS, counters, event)",
     "release_lease": "release the lease (Lua)",
@@ -74,6 +75,7 @@ ITERATION_PHASES = {
 }
 LABELS = [
     STORE_PHASES["load"],
+    STORE_PHASES["load_and_start"],
     STORE_PHASES["start_attempt"],
     "parse the state (JSON)",
     "profile lookup, rate limit, tags",
@@ -120,13 +122,21 @@ def instrument_sizes() -> Callable[[bool], None]:
     """Record the state's sizes while switched on (the switch returned): off in the timed
     jobs, as the extra read it takes would count in them."""
     on = [False]
-    load, commit = JobStore.load, JobStore.commit
+    load, load_and_start, commit = JobStore.load, JobStore.load_and_start, JobStore.commit
+
+    def read(record: Any) -> None:
+        if on[0] and record is not None and record.state:
+            sizes["read"].append(len(record.state))
 
     def sized_load(self: JobStore, job_id: str) -> Any:
         record = load(self, job_id)
-        if on[0] and record is not None and record.state:
-            sizes["read"].append(len(record.state))
+        read(record)
         return record
+
+    def sized_load_and_start(self: JobStore, *args: Any) -> Any:
+        record, code = load_and_start(self, *args)
+        read(record)
+        return record, code
 
     def sized_commit(self: JobStore, job_id: str, **kwargs: Any) -> Any:
         if on[0]:
@@ -139,6 +149,7 @@ def instrument_sizes() -> Callable[[bool], None]:
         return commit(self, job_id, **kwargs)
 
     JobStore.load = sized_load  # type: ignore[method-assign]
+    JobStore.load_and_start = sized_load_and_start  # type: ignore[method-assign,assignment]
     JobStore.commit = sized_commit  # type: ignore[method-assign]
 
     def switch(value: bool) -> None:

@@ -48,8 +48,8 @@ def live(make_api: Callable[..., httpx.Client]) -> str:
 def test_no_server_error_and_responses_match_the_schema(case: Case[Any], live: str) -> None:
     # JobSpec has rules JSON Schema cannot say (exactly one of prompt or messages, a
     # user message among the messages, ...): schema-valid data may be refused with 422.
-    # A batch of up to 10,000 invalid specs is 10,000 failed jobs, 6 Redis round trips
-    # each since batches have their own slot (about 10 s here): more than the default 10.
+    # A batch of up to 10,000 invalid specs is 10,000 failed jobs (created 500 at a time,
+    # about 1 s here): 30 s leaves room for a loaded machine.
     response = case.call(base_url=live, timeout=30)
     excluded: list[CheckFunction] = [positive_data_acceptance]
     if response.status_code == 413:
