@@ -209,7 +209,20 @@ def fits(scan: CsvScan, text: str) -> bool:
         expected, counts = counts[0], counts[1:]
     if any(count != expected for count in counts):
         return False
+    if expected > 1 and _blank_between(rows, mode):
+        return False
     return mode is CsvMode.ROW_START or delims + 1 <= expected
+
+
+def _blank_between(rows: Rows, mode: CsvMode) -> bool:
+    """Whether a blank line comes before more data: with two fields or more it is no
+    record (RFC 4180: every record has the header's fields), so a reading that keeps
+    one between rows (a wrapper's blank line, ``"...\n"`` + ``"\n2,Bob"``) is no CSV.
+    Blank lines that end the text are left alone: a reply may end with one."""
+    counts = [count for _, count in rows]
+    if any(a == 0 and b > 0 for a, b in pairwise(counts)):
+        return True
+    return bool(counts) and counts[-1] == 0 and mode is not CsvMode.ROW_START
 
 
 def _readings(scan: CsvScan) -> tuple[Accept, Accept]:

@@ -231,13 +231,34 @@ def _row_fits(scan: MarkdownScan, text: str) -> bool:
     return len(_cells(line)) == len(_cells(header))
 
 
+def _delimiter_fits(scan: MarkdownScan, text: str) -> bool:
+    """Whether a delimiter row (``|---|---|``) among the two lines the seam completes
+    follows a row of as many cells.
+
+    A table's header and delimiter rows have as many cells (GFM); a delimiter row after
+    another line makes no table: a reading that puts one there (``"| A | B |\n"`` + ``"
+    |\n|---|---|"``: a line `` |`` between them) is the header's end repeated, no document.
+    """
+    if _in_code(scan):
+        return True
+    lines = (scan.partial + text).split("\n", 2)[:-1]  # complete lines only
+    previous = scan.last_line
+    for line in lines:
+        if _opens(line):
+            return True  # code from here on: its lines are no table
+        if _is_separator(line) and len(_layout(line)) != len(_layout(previous)):
+            return False
+        previous = line
+    return True
+
+
 def _accept(scan: MarkdownScan) -> Accept:
     def accept(text: str) -> tuple[str, str] | None:
         if needs_break(scan, text):
-            if not _row_fits(scan, "\n" + text):
+            if not (_row_fits(scan, "\n" + text) and _delimiter_fits(scan, "\n" + text)):
                 return None
             return "\n" + text, "inserted a line break: the fragment starts a new block"
-        return (text, "") if _row_fits(scan, text) else None
+        return (text, "") if _row_fits(scan, text) and _delimiter_fits(scan, text) else None
 
     return accept
 

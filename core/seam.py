@@ -277,13 +277,14 @@ def _evaluate(ctx: _Context, cand: _Candidate) -> _Tried | None:
         if dropped:
             closed = True
             warnings.append(f"dropped the wrapper's closing fence: {dropped.strip()!r:.80}")
-            end_doubts += _break_doubt(ctx, text)
+            text, breaks = _closed_text(ctx, text)
+            end_doubts += breaks
     if not closed:
         cut = sign_off(text)
         if cut < len(text):
             warnings.append(f"dropped a closing remark: {text[cut:].strip()!r:.80}")
-            text = text[:cut]
-            end_doubts += _break_doubt(ctx, text)
+            text, breaks = _closed_text(ctx, text[:cut])
+            end_doubts += breaks
     accepted = seam.accept(text)
     repaired = accepted is None
     if repaired:
@@ -301,15 +302,18 @@ def _evaluate(ctx: _Context, cand: _Candidate) -> _Tried | None:
     return _Tried(cand, append, reading, repaired)
 
 
-def _break_doubt(ctx: _Context, text: str) -> list[str]:
-    """The end doubt of a fragment whose closing text was dropped, unless the line break
-    it leaves cannot change the document: JSON outside a string, after a token that a
-    break cannot split (white space between tokens is no part of the document)."""
-    if not ctx.seam.lines and not ctx.seam.in_string:
-        last = (text.rstrip("\r\n") or ctx.tail)[-1:]
-        if not (last.isalnum() or last in ".-+"):
-            return []
-    return [f"{AMBIGUOUS_END}{END_BREAK}"]
+def _closed_text(ctx: _Context, text: str) -> tuple[str, list[str]]:
+    """The text before dropped closing text, and its end doubt: the line break it leaves
+    may be the text's or the wrapper's. Not in JSON: there it is never the document's.
+    White space between tokens is no part of it (kept, no doubt), and none can split a
+    token or stand raw in a string: after a cut number, literal or string it is dropped
+    ("[68, 7" + "\n" + "0]" would not scan where the next reply goes on with the number)."""
+    if ctx.seam.lines:
+        return text, [f"{AMBIGUOUS_END}{END_BREAK}"]
+    last = (text.rstrip("\r\n") or ctx.tail)[-1:]
+    if ctx.seam.in_string or last.isalnum() or last in ".-+":
+        return text.rstrip("\r\n"), []
+    return text, []
 
 
 def _verbatim_first(cands: list[_Candidate]) -> list[_Candidate]:
@@ -379,17 +383,19 @@ def _blank_lines_between(ctx: _Context, best: _Tried, rival: _Tried) -> bool | N
     if ctx.fragment[low:high].strip():
         return None
     run = ctx.tail[len(ctx.tail.rstrip()) :].count("\n")
-    if not run and (
-        _breaks_before_repeat(ctx, best, rival)
-        or _goes_on_with_cut_line(ctx.tail, ctx.fragment[high:])
-    ):
+    if run < 2 and _breaks_before_repeat(ctx, best, rival):
+        return False
+    after = ctx.fragment[high:]
+    glued = best.cand.lead.end > rival.cand.lead.end and _glued_on(ctx.tail, after)
+    if not run and (glued or _goes_on_with_cut_line(ctx.tail, after)):
         return False
     return run != 2  # a paragraph break is there already, unless blank lines go on
 
 
 def _breaks_before_repeat(ctx: _Context, best: _Tried, rival: _Tried) -> bool:
-    """Kept as text, the blank lines would break the cut line before text the best reading
-    proved a repeat of it: the document does not say it twice (unless that is a whole
+    """Kept as text, the blank lines would break the cut line (or, after a line break, open
+    a paragraph) before text the best reading proved a repeat of it: the document does
+    not say it twice (unless that is a whole
     line or row again, as lists and tables do)."""
     b, r = best.cand, rival.cand
     return (
@@ -470,8 +476,18 @@ def _square_between(ctx: _Context, best: _Tried, rival: _Tried) -> bool:
     broken = breaks_line(shorter.append, ctx.fragment[low:])
     if broken and line_prefix(ctx.tail, square):
         # The reading with a line break inserted has two lines sharing a start: plausible,
-        # unless the first would end in a word the document does not know.
-        return shorter is best or not ctx.seam.token_cut(ctx.tail, square, after)
+        # unless the first would end in a word the document does not know. Or unless the
+        # reply starts right with the text (no lead whose line break could be the text's)
+        # and the format only reads a new block there (Markdown, text: not a CSV repair,
+        # where rows sharing their first fields are common): then that reading needs the
+        # model to drop the line break at the cut *and* the document to start its next
+        # line with all of the cut line, where the other reads the cut line re-sent from
+        # its start, as models do (docs/engine.md, behaviour 5).
+        if shorter is best:
+            return True
+        if not b.lead.end and not shorter.repaired:
+            return False
+        return not ctx.seam.token_cut(ctx.tail, square, after)
     if _record_again(ctx, square, shorter):
         return True
     if _plausible_square(ctx.tail, square, ctx.seam, after, glued=not broken):
@@ -499,6 +515,21 @@ _REPEAT_RULES: tuple[_Rule, ...] = (
     _glues_new_word,
     _square_between,
 )
+
+
+#: Characters that close what comes before them: a line never starts with one.
+_CLOSERS = ",.;:!?)]}%"
+
+
+def _glued_on(tail: str, text: str) -> bool:
+    """Whether ``text`` can only go on with the cut line: it starts with punctuation that
+    closes a phrase (", the team", ". It grew") after a visible character, or with a digit
+    after a digit ("in 1" + "987"). Lines break at spaces, never before a comma or inside
+    a number, so a line break kept between them would be no break the document has."""
+    last, first = tail[-1:], text[:1]
+    if not (last and first) or last.isspace():
+        return False
+    return first in _CLOSERS or (first.isdigit() and last.isdigit())
 
 
 def _describe(tried: _Tried) -> str:
@@ -678,15 +709,51 @@ def _glued_fence(tail: str, fragment: str, leads: list[Lead]) -> list[Lead]:
     """Leads, made sure where they end in a fence the format may hold (Markdown: the
     document's own code block) but that sits inside a word: the tail ends in a word the
     document never used whole and the text after the fence completes it into one it uses
-    ("bookkeeper arr" + "```" + "ived"). Kept, the fence would split that word."""
+    ("bookkeeper arr" + "```" + "ived"), or both parts are words it never used ("the
+    bridge arri" + "```" + "ved late": ``splits_word``), or the text after the fence can
+    only go on with the cut line (", the team", "987" after "in 1": ``_glued_on``). Kept,
+    the fence would split that word, or open a code block with the cut line's end.
+
+    Or the cut line is unfinished and no blank line comes before the fence in the reply:
+    the document's own fence starts a line, so the reply would have begun with the line
+    break that ends the cut line (a blank line after any prose). Read as the document's,
+    the fence needs the model to have dropped that line break; read as the wrapper's, it
+    needs nothing unusual."""
     return [
         replace(lead, strength=Strength.STRONG)
         if lead.fence
         and lead.strength is Strength.WEAK
-        and completes_cut_word(tail, fragment[lead.end : lead.end + MAX_WORD])
+        and (
+            _unbroken_fence(tail, lead, fragment[lead.end :])
+            or _splits_cut_line(tail, fragment[lead.end :])
+        )
         else lead
         for lead in leads
     ]
+
+
+def _unbroken_fence(tail: str, lead: Lead, text: str) -> bool:
+    """Whether the tail ends inside a line that is no start of the lead's fence line (its
+    last), that line follows the reply's start or a line of prose directly, with no blank
+    line before it, and the text after it re-sends the cut line's end (three visible
+    characters or more): it goes on with the cut line, no code block's first line. (After
+    whole words, "Run it in Zürich" + "```\nmake build", the model may have dropped the
+    line break before a code block: that stays a doubt.)"""
+    if not tail or tail.endswith(("\n", "\r")):
+        return False
+    if not any(visible(text[:k]) >= 3 for k in islice(exact_overlaps(tail, text), 8)):
+        return False
+    body = lead.text.rstrip("\r\n")
+    before = body[: body.rfind("\n") + 1]  # the lead up to its fence line
+    cut_line = tail[tail.rfind("\n") + 1 :].strip()
+    if body[len(before) :].strip().startswith(cut_line):
+        return False  # the cut line is the start of a fence ("`"): re-sent whole
+    return not before or before[:-1].rstrip("\r")[-1:] not in ("\n", "")
+
+
+def _splits_cut_line(tail: str, text: str) -> bool:
+    after = text[:MAX_WORD]
+    return completes_cut_word(tail, after) or splits_word(tail, after) or _glued_on(tail, after)
 
 
 def _echo(ctx: _Context, cands: list[_Candidate]) -> str:

@@ -31,6 +31,11 @@ PERIODIC_WINDOW = 8192
 _MARKS = "\u0300-\u036f\u1ab0-\u1aff\u1dc0-\u1dff\u20d0-\u20ff\ufe20-\ufe2f"
 _WORDS = re.compile(rf"[^\W_](?:[^\W_]|[{_MARKS}])*")
 _MARK = re.compile(rf"[{_MARKS}]")
+#: Zero-width joiner and variation selectors: they bind to the character before them.
+_JOINERS = "\u200d\ufe0e\ufe0f"
+#: Regional indicators: a flag is two of them.
+_FLAG_HALVES = "".join(map(chr, range(0x1F1E6, 0x1F200)))
+_FLAG_HALF = re.compile("[\U0001f1e6-\U0001f1ff]")
 _SENTENCE_START = re.compile(r"[.!?] +[A-Z]")
 #: A list or quote marker before a line's content, up to this long.
 MARKER_CHARS = 16
@@ -45,6 +50,8 @@ SPLIT_EVIDENCE = 200
 RECORD_VISIBLE = 48
 #: Whole lines up to this many, repeated, make a record a document may hold twice.
 RECORD_LINES = 3
+#: Characters of a square looked at for letters cut off a word (``_short_cut_letters``).
+SHORT_SQUARE = 64
 
 #: Whether ``square`` (text ending the tail, ``rest`` after it in the fragment) is whole
 #: records a document may repeat.
@@ -304,6 +311,12 @@ def _repeated_there(
         return True
     if _splits_a_word(tail, square):
         return False  # "enough, " then "ough, ": the second copy a word the text never used
+    if _inside_cluster(tail, square):
+        return False  # "café" + "\u0301.": the document would hold "cafe\u0301\u0301."
+    if _short_cut_letters(tail, square, rest):
+        # "then l" + " left": the document would hold "then l left". Before ``recurring``:
+        # " t" recurs in every " the", as part of a word, never as one.
+        return False
     if recurring(tail, square) and not (glued and _doubles_cut_word(tail, square, rest)):
         return True  # the document keeps using this text, so it may come again
     if compact and _repeated_compact(tail, square):
@@ -338,7 +351,51 @@ def _short_square(tail: str, square: str, rest: str) -> bool:
         return True
     if token_cut(tail, square, rest):
         return False  # " eno" twice, the second going on ("eno enough"): no word doubled
+    if _cuts_letters(tail, square, rest):
+        return False  # "The p" + "ackage\n": the second copy a line "ackage", no word
     return not (square[0].isalnum() and (square[-1].isalnum() or _MARK.match(square[-1])))
+
+
+def _inside_cluster(tail: str, square: str) -> bool:
+    """Whether the square's first copy starts inside a character as a reader sees it: on
+    a combining accent, a joiner, a variation selector or a skin tone, or on the second
+    half of a flag. Text repeats whole characters ("👍🏽👍🏽"), never the second half of
+    one: read as text, the square would put an accent on an accent, or a tone on a tone."""
+    first = square[:1]
+    if not first:
+        return False
+    if _MARK.match(first) or first in _JOINERS or "\U0001f3fb" <= first <= "\U0001f3ff":
+        return True
+    if not _FLAG_HALF.match(first):
+        return False
+    before = tail[: len(tail) - len(square)]
+    halves = len(before) - len(before.rstrip(_FLAG_HALVES))
+    return halves % 2 == 1  # flags pair their halves from the run's start
+
+
+def _short_cut_letters(tail: str, square: str, rest: str) -> bool:
+    """``_cuts_letters`` for a square of two letters or digits at most (up to
+    ``SHORT_SQUARE`` characters, so that its cost stays bounded: a longer one is weighed
+    by the checks after it, as before)."""
+    if len(square) > SHORT_SQUARE or not _cuts_letters(tail, square, rest):
+        return False
+    return sum(map(len, _WORDS.findall(square))) <= 2
+
+
+def _cuts_letters(tail: str, square: str, rest: str) -> bool:
+    """Whether a square of one word that holds a letter and a separator (``" l"``,
+    ``"c\\n"``, ``"ackage\\n"``) has a copy whose letters are part of a word: its first
+    copy starts inside the cut word ("# Do|c\\n" + "c\\n": a line "c"), or its second runs
+    on into a word ("then l" + " left": "then l left"). Letters doubled inside a word
+    ("ll", "ee") hold no separator and digits make a number whatever they are; a separator
+    with letters beside it is a word boundary, and the letters there are then a piece cut
+    off a longer word, which text does not write twice in a row."""
+    if square.isalnum() or not any(c.isalpha() for c in square):
+        return False
+    before = tail[len(tail) - len(square) - 1 : len(tail) - len(square)]
+    inside_left = square[0].isalnum() and before.isalnum()
+    inside_right = square[-1].isalnum() and rest[:1].isalnum()
+    return inside_left or inside_right
 
 
 def _splits_a_word(tail: str, square: str) -> bool:

@@ -562,6 +562,18 @@ CASES = [
 ]
 
 
+CASES += [
+    # The cut line is the start of a code fence ("`") and the reply re-sends that fence
+    # line: the fence is the document's, never dropped as a wrapper's.
+    Case(
+        "markdown-cut-fence-line-re-sent",
+        "markdown",
+        ['# T\n\nSome text.\n\n```json\n{"a": 1}\n`', "```\n\nMore text.\n"],
+        ('# T\n\nSome text.\n\n```json\n{"a": 1}\n```\n\nMore text.\n',),
+    ),
+]
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_reproducer_is_exact_or_flagged(case: Case) -> None:
     result = stitch(case.fragments, case.fmt)
@@ -931,6 +943,170 @@ CLEAR = [
             "* Founded in 19, the cooperative now employs 5489 people.\n\n## Overview\n\n"
             "It grew.\n",
         ),
+    ),
+]
+
+
+_WORDS_BEFORE = (
+    "# Notes\n\nThe committee in Oslo grew by 12% between 1987 and 2024. Most of the kettles "
+    "were sold by May. Aiko Haddad said the archive was a relief. Founded in 1999, Northwind "
+    "now employs 19 people. Sure enough, the bookkeeper arri"
+)
+
+#: Seams the engine doubted until it checked what the other reading would write (issue 10's
+#: seam corpus, seed 0): each other reading is no document, so the seam is clear.
+CLEAR += [
+    # Read again, " N" would leave a name "N" before "Novak": a letter cut off a word is no
+    # word said twice (``squares._cuts_letters``).
+    Case(
+        "csv-letter-cut-off-a-name-re-sent",
+        "csv",
+        ['id,name\n4,"Lars Lindqvist"\n5,"Sofia N', ' Novak"\n6,"Lars Silva"\n'],
+        ('id,name\n4,"Lars Lindqvist"\n5,"Sofia Novak"\n6,"Lars Silva"\n',),
+    ),
+    # Read again, "c\n" would be a line "c": its first copy starts inside "Doc".
+    Case(
+        "markdown-end-of-a-word-re-sent-with-its-line-break",
+        "markdown",
+        ["# Doc\n", "c\n\nThe rest.\n"],
+        ("# Doc\n\nThe rest.\n",),
+    ),
+    # A reply that closes its wrapper mid-document: the line break before the closer is
+    # the wrapper's in JSON (``seam._closed_text``): kept, it would end the cut number or
+    # break the cut string.
+    Case(
+        "json-line-break-before-a-closing-fence-inside-a-number",
+        "json",
+        ['{"v": [68, ', "Continuing:\n```json\n0, 7\n\n```", "0, 11]}"],
+        ('{"v": [68, 0, 70, 11]}',),
+    ),
+    Case(
+        "json-line-break-before-a-closing-fence-inside-a-string",
+        "json",
+        ['{"city": "Sa', "```json\no Pa\n```", 'ulo"}'],
+        ('{"city": "Sao Paulo"}',),
+    ),
+    # Read again, "ackage\n" would be a line of its own: no word of the document.
+    Case(
+        "text-end-of-a-title-re-sent-with-its-line-break",
+        "text",
+        ["The package\n", "ackage\n\nThe sign in Austin read cafe.\n"],
+        ("The package\n\nThe sign in Austin read cafe.\n",),
+    ),
+    # An accent, half a flag, a joiner and what follows: text repeats whole characters
+    # (``squares._inside_cluster``).
+    Case(
+        "text-accent-re-sent",
+        "text",
+        ["The team celebrated with cafe\u0301", "\u0301 after the river shipped.\n"],
+        ("The team celebrated with cafe\u0301 after the river shipped.\n",),
+    ),
+    Case(
+        "text-half-a-flag-re-sent",
+        "text",
+        ["Mateo Novak wrote \U0001f1eb\U0001f1f7", "\U0001f1f7 on the harbor.\n"],
+        ("Mateo Novak wrote \U0001f1eb\U0001f1f7 on the harbor.\n",),
+    ),
+    Case(
+        "json-end-of-a-joined-emoji-re-sent",
+        "json",
+        ['{"note": "\U0001f468\u200d\U0001f469', '\u200d\U0001f469\u200d\U0001f467"}'],
+        ('{"note": "\U0001f468\u200d\U0001f469\u200d\U0001f467"}',),
+    ),
+    # Read exactly, a line " |" or "|| A | B |" would stand before the delimiter row: no
+    # table (``markdown_stitch._delimiter_fits``).
+    Case(
+        "markdown-end-of-a-table-header-re-sent",
+        "markdown",
+        ["# Title\n\n| A | B | C |\n", " C |\n|---|---:|:---|\n| Lyon | 1998 | 40 |\n"],
+        ("# Title\n\n| A | B | C |\n|---|---:|:---|\n| Lyon | 1998 | 40 |\n",),
+    ),
+    Case(
+        "markdown-table-pipe-re-sent",
+        "markdown",
+        ["# Notes\n\n|", "| A | B |\n|---|---|\n| 1 | 2 |\n"],
+        ("# Notes\n\n| A | B |\n|---|---|\n| 1 | 2 |\n",),
+    ),
+    # Kept, the wrapper's blank line would be a blank line between rows: no CSV record
+    # (``csv_stitch._blank_between``).
+    Case(
+        "csv-blank-line-after-the-wrapper",
+        "csv",
+        ["year,event\n2001,none\n2019,x\n", "Continuing from where I left off:\n\n1998,none\n"],
+        ("year,event\n2001,none\n2019,x\n1998,none\n",),
+    ),
+    # After the wrapper's blank line, a long repeat of the last line: kept, the blank line
+    # would open a paragraph that says the line again.
+    Case(
+        "text-blank-line-after-the-wrapper-before-a-proved-repeat",
+        "text",
+        [
+            "Intro.\n\nThe archive cost $40.78, roughly 8% more than in 2020, and nobody "
+            "complained.\n",
+            "Continuing:\n\nroughly 8% more than in 2020, and nobody complained.\nThe end.\n",
+        ],
+        (
+            "Intro.\n\nThe archive cost $40.78, roughly 8% more than in 2020, and nobody "
+            "complained.\nThe end.\n",
+        ),
+    ),
+    # No line starts with a comma, and no number breaks over two lines: the blank line
+    # after the wrapper is the wrapper's (``seam._glued_on``).
+    Case(
+        "text-blank-line-after-the-wrapper-before-a-comma",
+        "text",
+        ["Continuing the work of Priya Moreau", "Continuing\n\n, the team opened an office.\n"],
+        ("Continuing the work of Priya Moreau, the team opened an office.\n",),
+    ),
+    Case(
+        "text-blank-line-after-the-wrapper-inside-a-number",
+        "text",
+        ["Lars moved to Krakow in 1", "Here's the continuation\n\n987.\n"],
+        ("Lars moved to Krakow in 1987.\n",),
+    ),
+    # A bare fence after the wrapper's prose, between two parts of a word the document never
+    # used, or before a comma or the rest of a number: the wrapper's, not a code block.
+    Case(
+        "markdown-bare-fence-between-two-parts-of-a-word",
+        "markdown",
+        [_WORDS_BEFORE, "Sure! Here is the rest\n\n```\nved late.\n```\n"],
+        (_WORDS_BEFORE + "ved late.\n",),
+    ),
+    Case(
+        "markdown-bare-fence-before-a-comma",
+        "markdown",
+        [
+            "# T\n\nContinuing the work of Priya Moreau",
+            "Sure! Here is the rest\n```\n, the team.\n```\n",
+        ],
+        ("# T\n\nContinuing the work of Priya Moreau, the team.\n",),
+    ),
+    # The reply starts right with the cut line again: read exactly, the model would have
+    # dropped the line break at the cut and the next item would start with all of the cut
+    # line. It is the cut line re-sent.
+    Case(
+        "markdown-cut-list-item-re-sent-whole",
+        "markdown",
+        ["# T\n\n* It grew.\n* the cooperative was", "* the cooperative was founded in 2001.\n"],
+        ("# T\n\n* It grew.\n* the cooperative was founded in 2001.\n",),
+    ),
+    # A bare fence right after chat prose, the cut line unfinished: the document's own
+    # fence would start a line of its own, after a blank line (``seam._unbroken_fence``).
+    Case(
+        "markdown-bare-fence-after-prose-mid-line",
+        "markdown",
+        [
+            "# The package\n\nSure enough, the river arr",
+            "Apologies, the previous response was cut off. Here is the remainder:\n```\n"
+            "arrived too small.\n```\n",
+        ],
+        ("# The package\n\nSure enough, the river arrived too small.\n",),
+    ),
+    Case(
+        "markdown-bare-fence-inside-a-number",
+        "markdown",
+        ["# T\n\nLars moved to Krakow in 1", "```\n987. It grew.\n```\n"],
+        ("# T\n\nLars moved to Krakow in 1987. It grew.\n",),
     ),
 ]
 
