@@ -62,6 +62,9 @@ def parse_args() -> argparse.Namespace:
         help="throughput: workers x threads, comma-separated, e.g. 2x64,4x16 (default 4x16)",
     )
     parser.add_argument("--jobs", type=int, default=1000, help="throughput: jobs")
+    parser.add_argument(
+        "--iterations", type=int, default=5, help="throughput: iterations per job (default 5)"
+    )
     parser.add_argument("--latency", type=float, default=0.5, help="throughput: seconds")
     parser.add_argument(
         "--baseline",
@@ -84,7 +87,7 @@ def run(h: Harness, args: argparse.Namespace) -> list[Row]:
             h,
             args.layouts,
             jobs=args.jobs,
-            iterations=5,
+            iterations=args.iterations,
             latency=args.latency,
             baseline=args.baseline,
         )
