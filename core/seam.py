@@ -28,7 +28,8 @@ merge is O(fragment) whatever the periodicity of the text.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import re
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from itertools import islice
 
@@ -147,6 +148,9 @@ class Seam:
     #: Whether a body begins the document again, given the document's head (default: it
     #: starts with ``restart_min`` characters of the head, as they are).
     restarts: Callable[[str, str], bool] | None = None
+    #: Whether the document's paragraphs are prose a tool may wrap at a width (text,
+    #: Markdown; not CSV, whose line breaks end records or sit in quoted values).
+    paragraphs: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -386,8 +390,13 @@ def _blank_lines_between(ctx: _Context, best: _Tried, rival: _Tried) -> bool | N
     if run < 2 and _breaks_before_repeat(ctx, best, rival):
         return False
     after = ctx.fragment[high:]
-    glued = best.cand.lead.end > rival.cand.lead.end and _glued_on(ctx.tail, after)
+    drops = best.cand.lead.end > rival.cand.lead.end
+    glued = drops and _glued_on(ctx.tail, after)
     if not run and (glued or _goes_on_with_cut_line(ctx.tail, after)):
+        return False
+    kept_break = ctx.fragment[low:high].count("\n") == 1
+    wraps = ctx.seam.lines and ctx.seam.paragraphs
+    if not run and drops and kept_break and wraps and _wraps_wider(ctx.tail, after):
         return False
     return run != 2  # a paragraph break is there already, unless blank lines go on
 
@@ -416,6 +425,50 @@ def _goes_on_with_cut_line(tail: str, after: str) -> bool:
         or completes_known_word(tail, after[:MAX_WORD])
         or splits_word(tail, after[:MAX_WORD])
     )
+
+
+#: A fence line (``` or ~~~, indented up to three blanks).
+_FENCE_START = re.compile(r" {0,3}(?:`{3,}|~{3,})")
+#: A line that starts a block of its own (indented code, a table row, a heading, a quote,
+#: a list item, a fence, a number that may number an item): no paragraph text.
+_BLOCK_START = re.compile(r"[ \t]|[|#>*+`~-]|\d")
+
+
+def _wraps_wider(tail: str, after: str) -> bool:
+    """Kept, one line break would wrap the cut line's paragraph before ``after``, where
+    the document holds a paragraph line as long as the cut line with the next word on it.
+    A document wrapped at a width breaks a line only when the next word does not fit (the
+    way textwrap and editors wrap), so a line that long says the width leaves room here;
+    a document that does not wrap breaks no paragraph line at all. Lines in code blocks,
+    tables, lists, quotes and headings are set by hand, so none is evidence (nor is the
+    cut line one of them), and a cut line that ends in a hard break (two blanks, a tab)
+    may break anywhere. A line of one word is no evidence either: a word longer than the
+    width gets a line of its own."""
+    start = tail.rfind("\n") + 1
+    line = tail[start:]
+    word = after.split(maxsplit=1)[0] if after.strip() else ""
+    if not word or not _paragraph_line(line) or not _paragraph_line(after):
+        return False
+    if line.endswith(("  ", "\t", "\r")):
+        return False  # a hard break, or the cut fell inside a line break
+    need = len(line.rstrip()) + 1 + len(word)
+    lines = _paragraph_lines(tail[:start])
+    return any(len(other) >= need and " " in other for other in lines)
+
+
+def _paragraph_line(line: str) -> bool:
+    return bool(line.strip()) and _BLOCK_START.match(line) is None
+
+
+def _paragraph_lines(text: str) -> Iterator[str]:
+    """The lines of ``text`` outside code fences that are paragraph text, blanks around
+    them off."""
+    fenced = False
+    for raw in text.splitlines():
+        if _FENCE_START.match(raw):
+            fenced = not fenced
+        elif not fenced and _paragraph_line(raw):
+            yield raw.strip()
 
 
 def _reads_less_of_restart(ctx: _Context, best: _Tried, rival: _Tried) -> bool | None:
@@ -476,18 +529,11 @@ def _square_between(ctx: _Context, best: _Tried, rival: _Tried) -> bool:
     broken = breaks_line(shorter.append, ctx.fragment[low:])
     if broken and line_prefix(ctx.tail, square):
         # The reading with a line break inserted has two lines sharing a start: plausible,
-        # unless the first would end in a word the document does not know. Or unless the
-        # reply starts right with the text (no lead whose line break could be the text's)
-        # and the format only reads a new block there (Markdown, text: not a CSV repair,
-        # where rows sharing their first fields are common): then that reading needs the
-        # model to drop the line break at the cut *and* the document to start its next
-        # line with all of the cut line, where the other reads the cut line re-sent from
-        # its start, as models do (docs/engine.md, behaviour 5).
-        if shorter is best:
-            return True
-        if not b.lead.end and not shorter.repaired:
-            return False
-        return not ctx.seam.token_cut(ctx.tail, square, after)
+        # unless the first would end in a word the document does not know. (Not ruled out
+        # when the reply has no lead: a reply whose line break at the cut was stripped,
+        # then a line that starts with all of the cut line, as lists of like items do,
+        # reads the same; tests/unit/test_text_formats_properties.py finds such lists.)
+        return shorter is best or not ctx.seam.token_cut(ctx.tail, square, after)
     if _record_again(ctx, square, shorter):
         return True
     if _plausible_square(ctx.tail, square, ctx.seam, after, glued=not broken):

@@ -571,6 +571,23 @@ CASES += [
         ['# T\n\nSome text.\n\n```json\n{"a": 1}\n`', "```\n\nMore text.\n"],
         ('# T\n\nSome text.\n\n```json\n{"a": 1}\n```\n\nMore text.\n',),
     ),
+    # The reply starts right with the cut line again: the cut line re-sent from its start
+    # (behaviour 5), or a reply whose line break at the cut was stripped and a next item
+    # that starts with all of the cut line (lists of like items do). Both happen: doubted,
+    # never decided (an engine rule that took the first was silent on the second, found
+    # by tests/unit/test_text_formats_properties.py).
+    Case(
+        "markdown-cut-list-item-re-sent-whole-or-a-like-item",
+        "markdown",
+        ["# T\n\n* It grew.\n* the cooperative was", "* the cooperative was founded in 2001.\n"],
+        ("# T\n\n* It grew.\n* the cooperative was founded in 2001.\n",),
+    ),
+    Case(
+        "markdown-identical-list-item-after-a-stripped-line-break",
+        "markdown",
+        ["# Report 2026 on the generated document\n\n# A\n\n- A A", "- A A\n"],
+        ("# Report 2026 on the generated document\n\n# A\n\n- A A\n- A A\n",),
+    ),
 ]
 
 
@@ -947,6 +964,12 @@ CLEAR = [
 ]
 
 
+#: A paragraph on one line, longer than any width a document is wrapped at.
+_UNWRAPPED = (
+    "The bridge cost $60.89, roughly 19% more than in 1999. Noor Lindqvist kept the books "
+    "for the kettle from 1998 to 2024. See the ledger report for details.\n\n"
+)
+
 _WORDS_BEFORE = (
     "# Notes\n\nThe committee in Oslo grew by 12% between 1987 and 2024. Most of the kettles "
     "were sold by May. Aiko Haddad said the archive was a relief. Founded in 1999, Northwind "
@@ -1081,15 +1104,6 @@ CLEAR += [
         ],
         ("# T\n\nContinuing the work of Priya Moreau, the team.\n",),
     ),
-    # The reply starts right with the cut line again: read exactly, the model would have
-    # dropped the line break at the cut and the next item would start with all of the cut
-    # line. It is the cut line re-sent.
-    Case(
-        "markdown-cut-list-item-re-sent-whole",
-        "markdown",
-        ["# T\n\n* It grew.\n* the cooperative was", "* the cooperative was founded in 2001.\n"],
-        ("# T\n\n* It grew.\n* the cooperative was founded in 2001.\n",),
-    ),
     # A bare fence right after chat prose, the cut line unfinished: the document's own
     # fence would start a line of its own, after a blank line (``seam._unbroken_fence``).
     Case(
@@ -1107,6 +1121,28 @@ CLEAR += [
         "markdown",
         ["# T\n\nLars moved to Krakow in 1", "```\n987. It grew.\n```\n"],
         ("# T\n\nLars moved to Krakow in 1987. It grew.\n",),
+    ),
+    # A preamble, a blank line, then the rest of the cut sentence. Kept as text, the
+    # blank line would wrap the paragraph after "now", where the document holds a longer
+    # paragraph line with room for "employs": a document wrapped at a width would not
+    # break there, and one that does not wrap breaks no paragraph line (``seam._wraps_wider``).
+    Case(
+        "text-blank-line-after-the-wrapper-where-the-document-does-not-wrap",
+        "text",
+        [
+            _UNWRAPPED + "Founded in 1998, Soylent now ",
+            "Sure! Here is the rest:\n\nemploys 19 people.\n",
+        ],
+        (_UNWRAPPED + "Founded in 1998, Soylent now employs 19 people.\n",),
+    ),
+    Case(
+        "markdown-blank-line-after-the-wrapper-inside-a-word-where-the-document-does-not-wrap",
+        "markdown",
+        [
+            "# Notes\n\n" + _UNWRAPPED + "Sure enough, the bookkeeper arr",
+            "Continuing:\n\nived late.\n",
+        ],
+        ("# Notes\n\n" + _UNWRAPPED + "Sure enough, the bookkeeper arrived late.\n",),
     ),
 ]
 
@@ -1185,3 +1221,25 @@ def test_a_reply_that_goes_back_and_copies_a_whole_record_is_doubted() -> None:
     went_back = doc[doc.index('"id": 1') : doc.index('"id": 3')] + doc[cut:]
     result = stitch([doc[:cut], went_back], "json")
     assert not result.ok or result.doubts
+
+
+@pytest.mark.parametrize(
+    "before",
+    [
+        # Wrapped at 32: "employs" does not fit after "now", so the line may break there.
+        "The bridge cost $60.89, roughly\n19% more than in 1999. Noor\n"
+        "Lindqvist kept the books for\nthe kettle from 1998 to 2024.\n\n",
+        # The first paragraph: no line of the document says how it wraps.
+        "",
+    ],
+)
+def test_a_blank_line_after_the_wrapper_is_doubted_where_the_document_may_wrap(
+    before: str,
+) -> None:
+    """Where the document may wrap its paragraph before the next word, the blank line
+    after the preamble may be the document's line break: that stays a doubt."""
+    result = stitch(
+        [before + "Founded in 1998, Soylent now ", "Sure! Here is the rest:\n\nemploys 19.\n"],
+        "text",
+    )
+    assert result.ok and result.doubts, result.text
