@@ -24,6 +24,7 @@ from starlette.routing import Match, Route
 from starlette.types import Send
 
 from core.errors import ContinuumError, describe
+from workers.errors import NotReplicated
 
 CODES = {
     400: "bad_request",
@@ -199,6 +200,8 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
 
 async def _unavailable(_: Request, exc: Exception) -> JSONResponse:
     detail = f"Redis is unreachable: {describe(exc)}"
+    if isinstance(exc, NotReplicated):
+        detail = f"Redis took the submission but no replica confirmed it: {describe(exc)}"
     return JSONResponse(
         error_body(503, detail),
         status_code=503,

@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
 def _submit(args: argparse.Namespace, spec: Any, settings: Settings) -> int:
     from core import JobSpec  # noqa: PLC0415
     from workers.app import make_app  # noqa: PLC0415
-    from workers.errors import SpecRefused  # noqa: PLC0415
+    from workers.errors import NotReplicated, SpecRefused  # noqa: PLC0415
     from workers.producer import Producer  # noqa: PLC0415
     from workers.runtime import build_runtime  # noqa: PLC0415
     from workers.submit import submit_job  # noqa: PLC0415
@@ -117,6 +117,9 @@ def _submit(args: argparse.Namespace, spec: Any, settings: Settings) -> int:
             done = submit_job(rt, spec, Producer(app).iteration)
         except SpecRefused as exc:
             return _usage(str(exc))
+        except NotReplicated as exc:
+            _say(str(exc))
+            return 1
         if not done.created:
             record = rt.store.load(done.job_id)
             if record is not None and _differs(JobSpec, record.spec, spec):

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 from redis import Redis
 
@@ -57,13 +58,17 @@ def _data_node(directory: Path, port: int, master: int | None) -> subprocess.Pop
     return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def _sentinel(directory: Path, port: int, master: int) -> subprocess.Popen[bytes]:
-    """A Sentinel: it rewrites its configuration file, so each has its own, in its dir."""
+def _sentinel(
+    directory: Path, port: int, master: int, password: str | None
+) -> subprocess.Popen[bytes]:
+    """A Sentinel: it rewrites its configuration file, so each has its own, in its dir.
+    ``password``: the Sentinels ask their clients and each other for it."""
     directory.mkdir(parents=True, exist_ok=True)
     conf = directory / "sentinel.conf"
+    guard = f"requirepass {password}\nsentinel sentinel-pass {password}\n" if password else ""
     conf.write_text(
         f"port {port}\nbind 127.0.0.1\nprotected-mode no\ndir {directory}\n"
-        f"logfile sentinel.log\n"
+        f"logfile sentinel.log\n{guard}"
         f"sentinel monitor {SERVICE} 127.0.0.1 {master} {QUORUM}\n"
         f"sentinel down-after-milliseconds {SERVICE} {DOWN_AFTER_MS}\n"
         f"sentinel failover-timeout {SERVICE} {FAILOVER_TIMEOUT_MS}\n"
@@ -95,10 +100,15 @@ class Sentinels:
     sentinel_ports: list[int]
     #: The two data nodes by port (a node SIGKILLed is gone for the rest of the set-up).
     nodes: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict)
+    #: The Sentinels' own password (None: they ask for none).
+    password: str | None = None
 
     def _ask(self, port: int, command: str, *args: str) -> Any:
         """``command`` (a redis-py method's name, which parses the reply) on one node."""
-        with Redis(host="127.0.0.1", port=port, socket_timeout=5, decode_responses=True) as r:
+        password = self.password if port in self.sentinel_ports else None
+        with Redis(
+            host="127.0.0.1", port=port, password=password, socket_timeout=5, decode_responses=True
+        ) as r:
             return getattr(r, command)(*args)
 
     def master(self, port: int | None = None) -> Address:
@@ -179,18 +189,21 @@ class Sentinels:
 
 
 @contextmanager
-def redis_sentinel(directory: Path) -> Iterator[Sentinels]:
+def redis_sentinel(directory: Path, password: str | None = None) -> Iterator[Sentinels]:
     """A master, a replica and three Sentinels watching them as ``SERVICE``; yields the
-    set-up once the Sentinels know the replica and each other."""
+    set-up once the Sentinels know the replica and each other. ``password``: the
+    Sentinels' own (the URL then carries it as ``sentinel_password``)."""
     master, replica, *sentinel_ports = cluster_ports(5)
     procs = [
         _data_node(directory / str(master), master, None),
         _data_node(directory / str(replica), replica, master),
     ]
+    url = "redis+sentinel://" + ",".join(f"127.0.0.1:{p}" for p in sentinel_ports) + f"/{SERVICE}"
     setup = Sentinels(
-        "redis+sentinel://" + ",".join(f"127.0.0.1:{p}" for p in sentinel_ports) + f"/{SERVICE}",
+        url + (f"?{urlencode({'sentinel_password': password})}" if password else ""),
         sentinel_ports,
         dict(zip((master, replica), procs, strict=True)),
+        password,
     )
     try:
         with Redis(host="127.0.0.1", port=replica, socket_timeout=5, decode_responses=True) as r:
@@ -198,7 +211,9 @@ def redis_sentinel(directory: Path) -> Iterator[Sentinels]:
                 lambda: r.info("replication").get("master_link_status") == "up",
                 "the replica's sync",
             )
-        procs += [_sentinel(directory / f"sentinel-{p}", p, master) for p in sentinel_ports]
+        procs += [
+            _sentinel(directory / f"sentinel-{p}", p, master, password) for p in sentinel_ports
+        ]
 
         def acquainted() -> bool:
             return all(

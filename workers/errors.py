@@ -22,6 +22,7 @@ refused commit, a callback not yet due) are values, not exceptions::
     ├── Unresolved [OSError]            a callback host that did not resolve: retried
     ├── CallbackError [RuntimeError]    a receiver that did not take the callback: retried
     ├── StagingLost [RuntimeError]      a large commit's staged parts are gone
+    ├── NotReplicated [RedisError]      new jobs no replica confirmed (answered 503)
     ├── OutputChanged [RuntimeError]    an output replaced or expired while read
     ├── EmbeddedRedisError [RuntimeError]
     │   └── DataDirInUse
@@ -39,6 +40,10 @@ refused commit, a callback not yet due) are values, not exceptions::
 
 from __future__ import annotations
 
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import OutOfMemoryError, ReadOnlyError, RedisError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
 from core.errors import ContinuumError
 
 __all__ = [
@@ -53,6 +58,7 @@ __all__ = [
     "FatalError",
     "InvalidMessage",
     "NoRedis",
+    "NotReplicated",
     "OldKeyLayout",
     "OutputChanged",
     "OverLimit",
@@ -68,6 +74,7 @@ __all__ = [
     "UnknownProfile",
     "Unresolved",
     "UnsafePasswordFile",
+    "refused_for_now",
 ]
 
 
@@ -172,6 +179,32 @@ class StagingLost(ContinuumError, RuntimeError):
     """Raised when the parts a large commit staged are not as it wrote them: they expired
     (``STAGING_TTL_S`` passed between two of its writes) or a part was sent twice (a
     command retried after its reply was lost). Nothing was committed."""
+
+
+class NotReplicated(ContinuumError, RedisError):
+    """Raised when Redis took new jobs but no replica confirmed them in time (the store's
+    ``wait_replicas``): a failover now could lose them although they were answered. They
+    may exist: submitting them again with the same ids creates nothing twice, and the
+    watchdog starts any that exists and was never sent."""
+
+
+def refused_for_now(exc: Exception) -> bool:
+    """Redis refused a write that may succeed later: it is full (``maxmemory`` with
+    ``noeviction``), a read-only replica (a failover), a master short of the replicas
+    ``min-replicas-to-write`` asks for (a failover too), loading its data, or unreachable;
+    or the parts a large commit staged were lost (the next try stages them anew). A
+    script's error carries the refusal in its message. An error that can never pass (an
+    argument over ``proto-max-bulk-len``: the store stages any large output) is not one."""
+    if isinstance(
+        exc,
+        (OutOfMemoryError, ReadOnlyError, RedisConnectionError, RedisTimeoutError, StagingLost),
+    ):
+        return True
+    text = str(exc)
+    return isinstance(exc, ResponseError) and any(
+        f"-{code} " in text or text.startswith(f"{code} ")
+        for code in ("OOM", "READONLY", "LOADING", "NOREPLICAS")
+    )
 
 
 class OutputChanged(ContinuumError, RuntimeError):

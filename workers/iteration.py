@@ -36,9 +36,6 @@ from dataclasses import replace as updated
 from typing import Any
 
 from pydantic import ValidationError
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import OutOfMemoryError, ReadOnlyError, ResponseError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from core import JobState, advance
 from core.errors import describe
@@ -46,7 +43,7 @@ from core.policy import MAX_CRASHES, MAX_DEFERRALS, Call, Defer, Step, crash_del
 from core.state import OutputRef
 from workers.callbacks import callback_url, claim
 from workers.calls import call_model
-from workers.errors import JobFailed, StagingLost, UnknownProfile
+from workers.errors import JobFailed, UnknownProfile, refused_for_now
 from workers.observability import tag_iteration
 from workers.runtime import Runtime
 from workers.store import TERMINAL, CommitResult, JobRecord, JobStatus
@@ -178,25 +175,6 @@ def _result(ref: OutputRef | None, outcome: str, reason: str | None) -> dict[str
     if ref is not None:
         out.update(prefix=ref.prefix, suffix=ref.suffix)
     return out
-
-
-def refused_for_now(exc: Exception) -> bool:
-    """Redis refused a write that may succeed later: it is full (``maxmemory`` with
-    ``noeviction``), a read-only replica (a failover), a master short of the replicas
-    ``min-replicas-to-write`` asks for (a failover too), loading its data, or unreachable;
-    or the parts a large commit staged were lost (the next try stages them anew). A
-    script's error carries the refusal in its message. An error that can never pass (an
-    argument over ``proto-max-bulk-len``: the store stages any large output) is not one."""
-    if isinstance(
-        exc,
-        (OutOfMemoryError, ReadOnlyError, RedisConnectionError, RedisTimeoutError, StagingLost),
-    ):
-        return True
-    text = str(exc)
-    return isinstance(exc, ResponseError) and any(
-        f"-{code} " in text or text.startswith(f"{code} ")
-        for code in ("OOM", "READONLY", "LOADING", "NOREPLICAS")
-    )
 
 
 def _best_effort(what: str, job_id: str, action: Callable[[], object]) -> bool:

@@ -161,6 +161,12 @@ class Keys:
     def dead_letters(self) -> str:
         return f"{self.prefix}deadletter"
 
+    @property
+    def replicated(self) -> str:
+        """A mark the store writes after new jobs, then waits for replicas to hold
+        (``WAIT``): Redis replicates in order, so they then hold the jobs too."""
+        return f"{self.prefix}replicated"
+
     def legacy(self, name: str) -> str:
         """A key of the layout before shards (``JobStore.check_layout`` looks for them)."""
         return f"{self.prefix}{name}"

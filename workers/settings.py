@@ -13,6 +13,7 @@ from workers.store import (
     DEFAULT_OUTPUT_CHUNK_BYTES,
     DEFAULT_RETENTION_S,
     MIN_OUTPUT_CHUNK_BYTES,
+    durability_of,
     parse_cluster_url,
 )
 
@@ -140,6 +141,11 @@ def url_problems(settings: Settings) -> list[str]:
     """What makes the settings' URLs unusable, one line each, naming the setting and never
     the URL (it may hold a password). Empty: all usable (unset ones are not checked)."""
     problems = _scheme_problems(settings)
+    if settings.redis_url and scheme_of(settings.redis_url) in REDIS_SCHEMES:
+        try:
+            durability_of(settings.redis_url)
+        except ValueError as exc:
+            problems.append(f"REDIS_URL: {exc}")
     if is_cluster_store(settings.redis_url):
         if not settings.broker_url:
             problems.append(

@@ -25,13 +25,13 @@ import math
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
-from urllib.parse import quote, unquote
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+from urllib.parse import parse_qsl, quote, unquote, urlencode
 
 from redis import Redis, RedisCluster
 from redis.cluster import ClusterNode
@@ -45,13 +45,20 @@ from redis.exceptions import (
 )
 from redis.sentinel import Sentinel, SentinelConnectionPool
 
-from workers.errors import OldKeyLayout, OutputChanged, StagingLost
+from workers.errors import (
+    NotReplicated,
+    OldKeyLayout,
+    OutputChanged,
+    StagingLost,
+    refused_for_now,
+)
 from workers.keys import DEFAULT_PREFIX, LEGACY_KEYS, SHARDS, Keys, shard_of
 
 if TYPE_CHECKING:
     from workers.store_metrics import StoreMetrics
 
 _LUA = Path(__file__).with_name("lua")
+_T = TypeVar("_T")
 
 #: How long an ended job (its hash, output, commits) stays in Redis by default: 7 days.
 DEFAULT_RETENTION_S = 7 * 24 * 3600.0
@@ -95,6 +102,69 @@ LIST_PAGE = 64
 POLL_S = 0.1
 
 
+#: Options in ``REDIS_URL``'s query that are the store's, not redis-py's: replicas that
+#: must hold new jobs before their submission is answered, and for how long to wait for
+#: them (``Durability``); the Sentinels' own login, when they ask for one.
+STORE_OPTIONS = ("wait_replicas", "wait_s", "sentinel_username", "sentinel_password")
+#: How long ``create_jobs`` waits for replicas to hold new jobs by default.
+DEFAULT_WAIT_S = 5.0
+#: The longest one ``WAIT``: between two, the store looks for a new master (a failover
+#: leaves the old one without the replica it waits for).
+REPLICA_ACK_S = 1.0
+
+
+@dataclass(frozen=True)
+class Durability:
+    """How many replicas must hold new jobs before ``JobStore.create_jobs`` returns, and
+    for how long it waits for them (then ``NotReplicated``). Redis replicates
+    asynchronously: a job its master took and lost in a failover before a replica had it
+    would be gone although its submission was answered. 0: no waiting."""
+
+    replicas: int = 0
+    wait_s: float = DEFAULT_WAIT_S
+
+
+def split_store_options(url: str) -> tuple[str, dict[str, str]]:
+    """``url`` without the store's own query options (``STORE_OPTIONS``), and those."""
+    base, mark, query = url.partition("?")
+    if not mark:
+        return url, {}
+    pairs = parse_qsl(query, keep_blank_values=True)
+    ours = {key: value for key, value in pairs if key in STORE_OPTIONS}
+    rest = [(key, value) for key, value in pairs if key not in STORE_OPTIONS]
+    return (f"{base}?{urlencode(rest)}" if rest else base), ours
+
+
+def _number(options: dict[str, str], name: str, default: float, low: float, high: float) -> float:
+    raw = options.get(name)
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{name} in the Redis URL is not a number") from None
+    if not low <= value <= high:
+        raise ValueError(f"{name} in the Redis URL is {value:g}, not in {low:g}-{high:g}")
+    return value
+
+
+def durability_of(url: str) -> Durability:
+    """The ``Durability`` a store URL asks for: ``?wait_replicas=N&wait_s=S``. A Sentinel
+    store waits for one replica by default (Sentinels exist to fail over, and a failover
+    loses what no replica held); others wait for none. ``ValueError`` says what is wrong,
+    never the URL."""
+    scheme = url.partition("://")[0].lower()
+    _, options = split_store_options(url)
+    default = 1 if scheme == "redis+sentinel" else 0
+    replicas = _number(options, "wait_replicas", default, 0, 16)
+    if replicas != int(replicas):
+        raise ValueError("wait_replicas in the Redis URL is a whole number")
+    wait_s = _number(options, "wait_s", DEFAULT_WAIT_S, 0.1, 300)
+    if replicas and scheme == "redis+cluster":
+        raise ValueError("wait_replicas is not supported on a redis+cluster:// store yet")
+    return Durability(int(replicas), wait_s)
+
+
 def _nodes(netloc: str, default_port: int) -> tuple[str, str, list[tuple[str, int]]]:
     """(user, password, [(host, port), ...]) of ``user:password@host:port,host:port``."""
     auth, _, hosts = netloc.rpartition("@")
@@ -128,8 +198,7 @@ def parse_cluster_url(url: str) -> ClusterUrl:
     ``ValueError`` says what is wrong, never the URL (it may hold a password)."""
     scheme, _, rest = url.partition("://")
     scheme = scheme.lower()
-    netloc, _, path = rest.partition("/")
-    path = path.partition("?")[0]
+    netloc, _, path = rest.partition("?")[0].partition("/")
     sentinel = scheme == "redis+sentinel"
     user, password, nodes = _nodes(netloc, 26379 if sentinel else 6379)
     service, _, db = path.strip("/").partition("/")
@@ -181,6 +250,7 @@ def redis_client(url: str, **client: Any) -> Client:
     ``redis+cluster://`` a ``RedisCluster`` on those startup nodes, ``redis+sentinel://``
     the master of the service the Sentinels name (found again after a failover), any
     other a ``Redis``. Nothing is connected until the first command."""
+    url, options = split_store_options(url)
     if url.partition("://")[0].lower() not in ("redis+cluster", "redis+sentinel"):
         return Redis.from_url(url, **client)
     parsed = parse_cluster_url(url)
@@ -193,11 +263,26 @@ def redis_client(url: str, **client: Any) -> Client:
         startup = [node(host, port) for host, port in parsed.nodes]
         return RedisCluster(startup_nodes=startup, **login, **client)
     sentinel: Any = Sentinel
-    sentinels = sentinel(parsed.nodes, sentinel_kwargs=dict(client), **client)
+    own = {
+        "username": options.get("sentinel_username") or None,
+        "password": options.get("sentinel_password") or None,
+    }
+    sentinel_kwargs = {**client, **{key: value for key, value in own.items() if value}}
+    sentinels = sentinel(parsed.nodes, sentinel_kwargs=sentinel_kwargs, **client)
     master: Redis = sentinels.master_for(
         parsed.service, connection_pool_class=_MasterPool, db=parsed.db, **login
     )
     return master
+
+
+def _unless_refused(action: Callable[[], _T], refused: _T) -> _T:
+    """``action()``, or ``refused`` when Redis refuses it for now (``refused_for_now``)."""
+    try:
+        return action()
+    except RedisError as exc:
+        if not refused_for_now(exc):
+            raise
+        return refused
 
 
 def _script(name: str) -> str:
@@ -408,11 +493,16 @@ class JobStore:
         *,
         retention_s: float = DEFAULT_RETENTION_S,
         output_chunk_bytes: int = DEFAULT_OUTPUT_CHUNK_BYTES,
+        durability: Durability = Durability(),
     ) -> None:
         self.redis = redis
         self.keys = Keys(prefix)
         #: How long an ended job's keys stay (seconds; 0: forever).
         self.retention_s = retention_s
+        #: Replicas that must hold new jobs before ``create_jobs`` returns.
+        self.durability = durability
+        if durability.replicas and isinstance(redis, RedisCluster):
+            raise ValueError("waiting for replicas is not supported on a Redis Cluster yet")
         self._create = redis.register_script(_script("create"))
         self._create_failed = redis.register_script(_script("create_failed"))
         self._commit = redis.register_script(_output_script("commit", output_chunk_bytes))
@@ -444,6 +534,7 @@ class JobStore:
             prefix,
             retention_s=retention_s,
             output_chunk_bytes=output_chunk_bytes,
+            durability=durability_of(url),
         )
 
     # -- the connection ----------------------------------------------------------------
@@ -594,7 +685,53 @@ class JobStore:
         the same script); whether each was created now. A constant number of round trips
         whatever the number of jobs: one pipeline of their scripts (each in its job's
         slot), then the batch's join and count (its own slot), then one pipeline dropping
-        the notes of the jobs that ended (``_join_batch``)."""
+        the notes of the jobs that ended (``_join_batch``).
+
+        With ``durability.replicas``, it returns only once that many replicas hold the
+        jobs (``_until_replicated``), or raises ``NotReplicated``."""
+        created = self._create_once(jobs, batch)
+        if not self.durability.replicas:
+            return created
+        try:
+            return self._until_replicated(lambda: self._create_once(jobs, batch), created)
+        except NotReplicated as exc:
+            ids = [job.job_id for job in jobs]
+            named = ", ".join(ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
+            raise NotReplicated(f"jobs {named}: {exc}") from None
+
+    def _until_replicated(self, again: Callable[[], list[bool]], created: list[bool]) -> list[bool]:
+        """Wait for ``durability.replicas`` replicas to hold what was written (one ``WAIT``
+        at a time, ``REPLICA_ACK_S`` at most). A master that does not get them may have
+        lost its replica to a failover, and its writes will be dropped: the writes are made
+        again (``again``: idempotent; a job created by either try was created) once the
+        store has looked for a new master, until ``durability.wait_s`` has passed."""
+        want, wait_s = self.durability.replicas, self.durability.wait_s
+        give_up = time.monotonic() + wait_s
+        while True:
+            remaining = max(0.01, min(give_up - time.monotonic(), REPLICA_ACK_S))
+            acked = _unless_refused(partial(self._replicated, want, remaining), 0)
+            if acked >= want:
+                return created
+            if time.monotonic() >= give_up:
+                raise NotReplicated(
+                    f"{acked} of the {want} replica(s) asked for confirmed them within "
+                    f"{wait_s:g} s: they may exist, and submitting them again with the same "
+                    "ids creates nothing twice"
+                )
+            time.sleep(SENTINEL_CHECK_S)  # the Sentinels' master may have changed meanwhile
+            made = _unless_refused(again, [False] * len(created))
+            created = [a or b for a, b in zip(created, made, strict=True)]
+
+    def _replicated(self, want: int, timeout_s: float) -> int:
+        """How many replicas hold everything written so far, waiting up to ``timeout_s``
+        for ``want``: a mark written on this connection, then ``WAIT`` (Redis replicates
+        one stream in order, so a replica holding the mark holds what came before it)."""
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.set(self.keys.replicated, repr(time.time()), px=60_000)
+        pipe.wait(want, max(1, round(timeout_s * 1000)))
+        return int(pipe.execute()[-1])
+
+    def _create_once(self, jobs: Sequence[NewJob], batch: str | None) -> list[bool]:
         k, now = self.keys, time.time()
         calls: list[tuple[Script, list[str], list[Any]]] = []
         for job in jobs:

@@ -33,7 +33,7 @@ from core import JobSpec
 from core.ids import BATCH_ID_PATTERN, ID_PATTERN, MAX_BATCH_JOBS, is_id
 from core.models import describe_errors
 from workers import callbacks
-from workers.errors import InvalidMessage, SpecRefused
+from workers.errors import InvalidMessage, NotReplicated, SpecRefused
 from workers.iteration import JobFailed, run_iteration
 from workers.observability import QuietRequest
 from workers.producer import ITERATE, Producer
@@ -86,9 +86,25 @@ def _runtime(task: Any) -> Runtime:
     return rt
 
 
+#: A submission task that Redis took but no replica confirmed (``NotReplicated``) is
+#: sent again this many times, this long apart: it creates nothing twice.
+SUBMIT_RETRIES = 5
+SUBMIT_RETRY_S = 2.0
+
+
+def _message_id(task: Any) -> str:
+    """The id of what a submission task creates when its message names none: its task
+    id's (Celery's are uuid4s: the hex digits, as ``new_id`` makes them), so the message
+    delivered again (its worker killed before the ack, a retry) creates nothing twice. A
+    task id that is no valid job id (a producer's own) gives a new id."""
+    found = str(task.request.id or "").replace("-", "")
+    return found if is_id(found) else new_id()
+
+
 @shared_task(name="continuum.generate", bind=True, Request=QuietRequest)
 def generate(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
-    """Create a job (idempotent on ``spec.job_id``) and enqueue its iteration 0."""
+    """Create a job (idempotent on ``spec.job_id``, or on the task's id when the spec names
+    none) and enqueue its iteration 0."""
     rt = _runtime(self)
     parsed = _parse(GenerateArgs, args, kwargs)
     if isinstance(parsed, str):
@@ -96,24 +112,34 @@ def generate(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
         if job_id is not None:
             record_invalid(rt, job_id, kwargs.get("spec"), parsed)
         raise InvalidMessage(f"invalid job{f' {job_id}' if job_id else ''}: {parsed}")
+    spec = parsed.spec
+    if spec.job_id is None:
+        spec = spec.model_copy(update={"job_id": _message_id(self)})
     try:
-        done = submit_job(rt, parsed.spec, Producer(self.app).iteration, batch=parsed.batch)
+        done = submit_job(rt, spec, Producer(self.app).iteration, batch=parsed.batch)
     except SpecRefused as exc:
-        job_id = parsed.spec.job_id or new_id()
+        job_id = spec.job_id or new_id()
         record_invalid(rt, job_id, kwargs.get("spec"), str(exc), batch=parsed.batch)
         raise InvalidMessage(f"invalid job {job_id}: {exc}") from None
+    except NotReplicated as exc:
+        raise self.retry(exc=exc, countdown=SUBMIT_RETRY_S, max_retries=SUBMIT_RETRIES) from exc
     return {"job_id": done.job_id, "created": done.created}
 
 
 @shared_task(name="continuum.submit_batch", bind=True, Request=QuietRequest)
 def submit_batch_task(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
-    """Create a batch of jobs (``{"specs": [...], "batch_id"?}``) and enqueue each one."""
+    """Create a batch of jobs (``{"specs": [...], "batch_id"?}``; idempotent on the batch
+    id, or on the task's id when the message names none) and enqueue each one."""
     rt = _runtime(self)
     parsed = _parse(BatchArgs, args, kwargs)
     if isinstance(parsed, str):
         raise InvalidMessage(f"invalid batch: {parsed}")
     enqueue = Producer(self.app).iteration
-    batch_id, jobs = submit_batch(rt, parsed.specs, enqueue, batch_id=parsed.batch_id)
+    batch_id = parsed.batch_id or _message_id(self)
+    try:
+        batch_id, jobs = submit_batch(rt, parsed.specs, enqueue, batch_id=batch_id)
+    except NotReplicated as exc:
+        raise self.retry(exc=exc, countdown=SUBMIT_RETRY_S, max_retries=SUBMIT_RETRIES) from exc
     return {
         "batch_id": batch_id,
         "jobs": [j.job_id for j in jobs],

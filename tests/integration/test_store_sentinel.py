@@ -6,15 +6,20 @@ where what was committed before is (replication had caught up: ``WAIT 1``)."""
 from __future__ import annotations
 
 import json
+import signal
+import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from redis import Redis
+from redis.exceptions import RedisError
 
 from tests.integration.test_store_cluster import commit
-from tests.redis_sentinel import Sentinels
-from workers.iteration import refused_for_now
-from workers.store import CommitResult, JobStatus, JobStore
+from tests.redis_sentinel import SERVICE, Sentinels, redis_sentinel
+from workers.errors import NotReplicated, refused_for_now
+from workers.store import CommitResult, JobStatus, JobStore, NewJob
 
 SPEC = json.dumps({"prompt": "p", "callback_url": "https://example.com/h"})
 #: Not "{}", which marks a job kept only to say its spec was invalid (never called back).
@@ -112,3 +117,122 @@ def test_after_the_master_is_killed_the_store_goes_on_with_the_replica(
     assert on_node(sentinels, new, store, "k1") == (2, "before after")
     assert store.commits("k1") == {0: 1, 1: 1}
     print(f"\ncommit after the master was killed: {took:.2f} s, refused {refusals}")
+
+
+def exists_on(sentinels: Sentinels, port: int, store: JobStore, ids: list[str]) -> set[str]:
+    """Which of ``ids`` one data node holds (its own client, not the store's)."""
+    with sentinels.client(("127.0.0.1", port)) as node:
+        pipe = node.pipeline(transaction=False)
+        for job_id in ids:
+            pipe.exists(store.keys.job(job_id))
+        return {job_id for job_id, found in zip(ids, pipe.execute(), strict=True) if found}
+
+
+def test_a_new_job_is_answered_once_the_replica_holds_it(
+    sentinels: Sentinels, store: JobStore
+) -> None:
+    """A Sentinel store waits for one replica by default: when ``create`` returns, the
+    replica has the job already (no ``WAIT`` of the test's own)."""
+    assert store.durability.replicas == 1
+    ids = [f"r{n}" for n in range(50)]
+    for job_id in ids:
+        assert store.create(job_id, SPEC, STATE, deadline=time.time() + 60)
+    assert exists_on(sentinels, sentinels.replica()[1], store, ids) == set(ids)
+
+
+def test_with_no_replica_to_confirm_a_submission_fails_loudly_and_keeps_the_job(
+    sentinels: Sentinels,
+) -> None:
+    """The replica stopped (SIGSTOP): ``create_jobs`` raises ``NotReplicated`` after
+    ``wait_s``, naming the jobs; they exist on the master (the watchdog starts them), and
+    submitting them again once the replica is back creates nothing twice."""
+    store = JobStore.from_url(sentinels.url + "?wait_s=1", "continuum-test:")
+    replica = sentinels.nodes[sentinels.replica()[1]]
+    replica.send_signal(signal.SIGSTOP)
+    try:
+        started = time.monotonic()
+        with pytest.raises(NotReplicated, match="jobs p1, p2: 0 of the 1 replica") as refused:
+            store.create_jobs(
+                [
+                    NewJob("p1", SPEC, STATE, time.time() + 60),
+                    NewJob("p2", SPEC, STATE, time.time() + 60),
+                ]
+            )
+        took = time.monotonic() - started
+        assert 0.9 < took < 5, took
+        assert isinstance(refused.value, RedisError)  # the API answers it 503
+        assert exists_on(sentinels, sentinels.master()[1], store, ["p1", "p2"]) == {"p1", "p2"}
+    finally:
+        replica.send_signal(signal.SIGCONT)
+    again = store.create_jobs([NewJob("p1", SPEC, STATE, time.time() + 60)])
+    assert again == [False]
+    store.close()
+
+
+def test_jobs_created_through_a_failover_are_none_of_them_lost(sentinels: Sentinels) -> None:
+    """Jobs created without a pause while the master fails over: every one whose
+    submission was answered is on the new master once the set-up settles (a submission
+    may be refused, loudly, never answered and lost). Beside it, for the record, a store
+    that waits for no replica (``wait_replicas=0``) does the same."""
+    waits = JobStore.from_url(sentinels.url + "?wait_s=20", "continuum-test:")
+    blind = JobStore.from_url(sentinels.url + "?wait_replicas=0", "continuum-test:")
+    stop = threading.Event()
+    answered: dict[str, list[str]] = {"waits": [], "blind": []}
+    refused: dict[str, list[str]] = {"waits": [], "blind": []}
+
+    def submit(name: str, store: JobStore) -> None:
+        n = 0
+        while not stop.is_set():
+            job_id = f"{name}{n}"
+            n += 1
+            try:
+                store.create(job_id, SPEC, STATE, deadline=time.time() + 60)
+            except RedisError as exc:
+                refused[name].append(f"{type(exc).__name__}")
+                time.sleep(0.05)
+                continue
+            answered[name].append(job_id)
+            time.sleep(0.002)
+
+    threads = [
+        threading.Thread(target=submit, args=("waits", waits)),
+        threading.Thread(target=submit, args=("blind", blind)),
+    ]
+    for thread in threads:
+        thread.start()
+    try:
+        time.sleep(0.5)
+        new = sentinels.failover()[1]
+        time.sleep(1.5)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=60)
+    sentinels.wait_settled(new)
+    kept = {name: exists_on(sentinels, new, waits, ids) for name, ids in answered.items()}
+    lost = {name: len(answered[name]) - len(kept[name]) for name in answered}
+    print(
+        f"\nanswered {len(answered['waits'])} / {len(answered['blind'])}, refused "
+        f"{len(refused['waits'])} / {len(refused['blind'])}, lost {lost['waits']} / "
+        f"{lost['blind']} (waiting for a replica / not)"
+    )
+    assert len(answered["waits"]) > 20
+    assert kept["waits"] == set(answered["waits"]), sorted(set(answered["waits"]) - kept["waits"])
+    waits.close()
+    blind.close()
+
+
+def test_sentinels_that_ask_for_a_password_of_their_own(tmp_path: Path) -> None:
+    """``sentinel_password`` in the URL's query is the Sentinels' (the URL's login stays
+    the data nodes'): the store finds its master through Sentinels that ask for one."""
+    with redis_sentinel(tmp_path / "guarded", password="s3n&tinel") as guarded:
+        assert "sentinel_password=s3n%26tinel" in guarded.url
+        store = JobStore.from_url(guarded.url, "continuum-test:")
+        assert store.create("g1", SPEC, STATE, deadline=time.time() + 60)
+        assert exists_on(guarded, guarded.replica()[1], store, ["g1"]) == {"g1"}
+        store.close()
+        with (  # the Sentinels do ask: without it, no answer
+            Redis(port=guarded.sentinel_ports[0], socket_timeout=5) as bare,
+            pytest.raises(RedisError, match=r"authenticated|Authentication required"),
+        ):
+            bare.sentinel_get_master_addr_by_name(SERVICE)
