@@ -28,8 +28,7 @@ ID_PATTERN: Final = _pattern(MAX_ID)
 BATCH_ID_PATTERN: Final = _pattern(MAX_BATCH_ID)
 #: What a refusal says the rule is.
 ID_RULE: Final = (
-    f"1-{MAX_ID} characters of letters, digits, '_', '.' and '-', starting with a letter "
-    "or a digit"
+    f"1-{MAX_ID} characters of letters, digits, '_', '.' and '-', starting with a letter or a digit"
 )
 _ID: Final = re.compile(ID_PATTERN)
 
@@ -42,5 +41,5 @@ def is_id(value: object) -> TypeGuard[str]:
 def check_id(value: str, what: str = "job id") -> str:
     """``value`` when it is a valid id; else a ``ValueError`` that names the rule."""
     if not is_id(value):
-        raise ValueError(f"invalid {what} {value[:MAX_ID + 8]!r}: an id is {ID_RULE}")
+        raise ValueError(f"invalid {what} {value[: MAX_ID + 8]!r}: an id is {ID_RULE}")
     return value
