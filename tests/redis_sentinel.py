@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -79,6 +80,12 @@ def _sentinel(
     return subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+def _synced(port: int) -> bool:
+    """Whether the replica on ``port`` has synced with its master."""
+    with Redis(host="127.0.0.1", port=port, socket_timeout=5, decode_responses=True) as r:
+        return bool(r.info("replication").get("master_link_status") == "up")
+
+
 def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
     """SIGTERM to all, then SIGKILL to any still running 10 s later (signals to a process
     that has ended are not sent)."""
@@ -119,7 +126,7 @@ class Sentinels:
         return str(ip), int(master)
 
     def replica(self) -> Address:
-        """The data node that is not the master."""
+        """A data node that is not the master (the first)."""
         master = self.master()[1]
         return "127.0.0.1", next(port for port in self.nodes if port != master)
 
@@ -189,28 +196,26 @@ class Sentinels:
 
 
 @contextmanager
-def redis_sentinel(directory: Path, password: str | None = None) -> Iterator[Sentinels]:
-    """A master, a replica and three Sentinels watching them as ``SERVICE``; yields the
-    set-up once the Sentinels know the replica and each other. ``password``: the
-    Sentinels' own (the URL then carries it as ``sentinel_password``)."""
-    master, replica, *sentinel_ports = cluster_ports(5)
-    procs = [
-        _data_node(directory / str(master), master, None),
-        _data_node(directory / str(replica), replica, master),
-    ]
+def redis_sentinel(
+    directory: Path, password: str | None = None, replicas: int = 1
+) -> Iterator[Sentinels]:
+    """A master, ``replicas`` replicas and three Sentinels watching them as ``SERVICE``;
+    yields the set-up once the Sentinels know the replicas and each other. ``password``:
+    the Sentinels' own (the URL then carries it as ``sentinel_password``)."""
+    master, *ports = cluster_ports(1 + replicas + 3)
+    replica_ports, sentinel_ports = ports[:replicas], ports[replicas:]
+    procs = [_data_node(directory / str(master), master, None)]
+    procs += [_data_node(directory / str(port), port, master) for port in replica_ports]
     url = "redis+sentinel://" + ",".join(f"127.0.0.1:{p}" for p in sentinel_ports) + f"/{SERVICE}"
     setup = Sentinels(
         url + (f"?{urlencode({'sentinel_password': password})}" if password else ""),
         sentinel_ports,
-        dict(zip((master, replica), procs, strict=True)),
+        dict(zip((master, *replica_ports), procs, strict=True)),
         password,
     )
     try:
-        with Redis(host="127.0.0.1", port=replica, socket_timeout=5, decode_responses=True) as r:
-            _wait(
-                lambda: r.info("replication").get("master_link_status") == "up",
-                "the replica's sync",
-            )
+        for port in replica_ports:
+            _wait(partial(_synced, port), f"the sync of the replica on {port}")
         procs += [
             _sentinel(directory / f"sentinel-{p}", p, master, password) for p in sentinel_ports
         ]

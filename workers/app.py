@@ -91,7 +91,9 @@ def make_app(settings: Settings | None = None, *, broker_url: str | None = None)
     ``broker_url`` (default: the settings' broker)."""
     s = settings or get_settings()
     broker = broker_url or s.broker or FALLBACK_URL
-    backend = s.result_backend or s.redis_url or (broker if not is_amqp(broker) else FALLBACK_URL)
+    backend = (
+        s.result_backend or s.redis_server_url or (broker if not is_amqp(broker) else FALLBACK_URL)
+    )
     if is_cluster_store(backend):  # refused at start (url_problems): never a backend
         raise ValueError("a Redis Cluster or Sentinel REDIS_URL needs CONTINUUM_RESULT_BACKEND")
     app = ContinuumApp(

@@ -18,11 +18,12 @@ import contextlib
 import hashlib
 import logging
 import os
+import re
 import secrets
 import stat
 from collections.abc import Mapping
 from pathlib import Path
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from workers.errors import UnsafePasswordFile
 
@@ -176,15 +177,24 @@ def embedded_url(port: int, password: str | None) -> str:
     return f"redis://{auth}127.0.0.1:{port}/0"
 
 
+#: Query options of a URL whose values are secrets (``sentinel_password``, ``password``).
+_SECRET_OPTION = re.compile(r"password|secret|token", re.IGNORECASE)
+
+
 def redact_url(url: str) -> str:
-    """``url`` with its password (if any) replaced by ``***``: what may be printed."""
+    """``url`` with its password (if any) and every query option that holds one
+    (``?sentinel_password=...``) replaced by ``***``: what may be printed."""
     try:
         parts = urlsplit(url)
         password = parts.password
     except ValueError:
         return "(a URL that does not parse)"
-    if not password:
-        return url
-    user = parts.username or ""
-    host = parts.netloc.rpartition("@")[2]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+    if password:
+        user = parts.username or ""
+        host = parts.netloc.rpartition("@")[2]
+        parts = parts._replace(netloc=f"{user}:***@{host}")
+    if parts.query:
+        pairs = parse_qsl(parts.query, keep_blank_values=True)
+        shown = [(k, "***" if _SECRET_OPTION.search(k) else v) for k, v in pairs]
+        parts = parts._replace(query=urlencode(shown, safe="*"))
+    return urlunsplit(parts)

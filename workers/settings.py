@@ -15,6 +15,7 @@ from workers.store import (
     MIN_OUTPUT_CHUNK_BYTES,
     durability_of,
     parse_cluster_url,
+    split_store_options,
 )
 
 
@@ -94,8 +95,15 @@ class Settings(BaseSettings):
 
     @property
     def broker(self) -> str | None:
-        """The broker's URL: ``CONTINUUM_BROKER_URL``, else ``REDIS_URL``."""
-        return self.broker_url or self.redis_url
+        """The broker's URL: ``CONTINUUM_BROKER_URL``, else ``REDIS_URL`` (without the
+        store's own options, which Celery and kombu refuse)."""
+        return self.broker_url or self.redis_server_url
+
+    @property
+    def redis_server_url(self) -> str | None:
+        """``REDIS_URL`` without the store's own query options (``STORE_OPTIONS``): the
+        URL a client other than the store (Celery's broker, its result backend) uses."""
+        return split_store_options(self.redis_url)[0] if self.redis_url else None
 
     @field_validator("callback_allow")
     @classmethod

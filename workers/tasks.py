@@ -20,20 +20,23 @@ so Flower and Sentry show it, and is acknowledged: never redelivered forever.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import re
 from collections import UserDict
 from typing import Any, TypeVar
 
 from celery import shared_task
 from celery.worker.request import Request
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from redis.exceptions import RedisError
 
 from core import JobSpec
 from core.ids import BATCH_ID_PATTERN, ID_PATTERN, MAX_BATCH_JOBS, is_id
 from core.models import describe_errors
 from workers import callbacks
-from workers.errors import InvalidMessage, NotReplicated, SpecRefused
+from workers.errors import InvalidMessage, NotReplicated, SpecRefused, refused_for_now
 from workers.iteration import JobFailed, run_iteration
 from workers.observability import QuietRequest
 from workers.producer import ITERATE, Producer
@@ -86,19 +89,34 @@ def _runtime(task: Any) -> Runtime:
     return rt
 
 
-#: A submission task that Redis took but no replica confirmed (``NotReplicated``) is
-#: sent again this many times, this long apart: it creates nothing twice.
+#: A submission that Redis refused for now, or took but no replica confirmed
+#: (``NotReplicated``), is sent again this many times, this long apart: it creates nothing
+#: twice (``_message_id``).
 SUBMIT_RETRIES = 5
 SUBMIT_RETRY_S = 2.0
+_BATCH_ID = re.compile(BATCH_ID_PATTERN)
 
 
-def _message_id(task: Any) -> str:
-    """The id of what a submission task creates when its message names none: its task
-    id's (Celery's are uuid4s: the hex digits, as ``new_id`` makes them), so the message
-    delivered again (its worker killed before the ack, a retry) creates nothing twice. A
-    task id that is no valid job id (a producer's own) gives a new id."""
-    found = str(task.request.id or "").replace("-", "")
-    return found if is_id(found) else new_id()
+def _message_id(task: Any, *, batch: bool = False) -> str:
+    """The id of what a submission task creates when its message names none: its task id
+    (Celery's are uuid4s), so the message delivered again (its worker killed before the
+    ack, a retry) creates nothing twice. A task id that is no valid job (or batch) id, a
+    producer's own, gives a digest of it: the same for every delivery, and unlike any
+    valid task id (a letter and 32 hex digits)."""
+    found = str(task.request.id or "")
+    if not found:
+        return new_id()  # run in-process, not from a message
+    valid = _BATCH_ID.fullmatch(found) if batch else is_id(found)
+    return found if valid else "t" + hashlib.sha256(found.encode()).hexdigest()[:32]
+
+
+def _again_later(task: Any, exc: RedisError) -> Exception:
+    """The retry of a submission task Redis refused for now (``refused_for_now``) or took
+    without a replica's confirmation; ``exc`` itself otherwise (a bug: not retried)."""
+    if isinstance(exc, NotReplicated) or refused_for_now(exc):
+        retry: Exception = task.retry(exc=exc, countdown=SUBMIT_RETRY_S, max_retries=SUBMIT_RETRIES)
+        return retry
+    return exc
 
 
 @shared_task(name="continuum.generate", bind=True, Request=QuietRequest)
@@ -121,8 +139,8 @@ def generate(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
         job_id = spec.job_id or new_id()
         record_invalid(rt, job_id, kwargs.get("spec"), str(exc), batch=parsed.batch)
         raise InvalidMessage(f"invalid job {job_id}: {exc}") from None
-    except NotReplicated as exc:
-        raise self.retry(exc=exc, countdown=SUBMIT_RETRY_S, max_retries=SUBMIT_RETRIES) from exc
+    except RedisError as exc:
+        raise _again_later(self, exc) from exc
     return {"job_id": done.job_id, "created": done.created}
 
 
@@ -135,11 +153,11 @@ def submit_batch_task(self: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
     if isinstance(parsed, str):
         raise InvalidMessage(f"invalid batch: {parsed}")
     enqueue = Producer(self.app).iteration
-    batch_id = parsed.batch_id or _message_id(self)
+    batch_id = parsed.batch_id or _message_id(self, batch=True)
     try:
         batch_id, jobs = submit_batch(rt, parsed.specs, enqueue, batch_id=batch_id)
-    except NotReplicated as exc:
-        raise self.retry(exc=exc, countdown=SUBMIT_RETRY_S, max_retries=SUBMIT_RETRIES) from exc
+    except RedisError as exc:
+        raise _again_later(self, exc) from exc
     return {
         "batch_id": batch_id,
         "jobs": [j.job_id for j in jobs],

@@ -34,7 +34,7 @@ def test_a_generate_message_sent_twice_makes_one_job(cluster: Callable[..., Clus
     producer = c.producer()
     for _ in range(2):
         producer.send_task("continuum.generate", kwargs={"spec": SPEC}, queue="q", task_id=task_id)
-    job_id = task_id.replace("-", "")
+    job_id = task_id
 
     record = c.wait_ended([job_id], timeout=60)[job_id]
 
@@ -53,7 +53,7 @@ def test_a_batch_message_sent_twice_makes_one_batch(cluster: Callable[..., Clust
         producer.send_task(
             "continuum.submit_batch", kwargs={"specs": [SPEC, SPEC]}, queue="q", task_id=task_id
         )
-    batch_id = task_id.replace("-", "")
+    batch_id = task_id
     ids = [f"{batch_id}.0", f"{batch_id}.1"]
 
     records = c.wait_ended(ids, timeout=60)

@@ -9,7 +9,7 @@ import json
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -18,8 +18,9 @@ from redis.exceptions import RedisError
 
 from tests.integration.test_store_cluster import commit
 from tests.redis_sentinel import SERVICE, Sentinels, redis_sentinel
+from workers.embedded import EmbeddedRedis
 from workers.errors import NotReplicated, refused_for_now
-from workers.store import CommitResult, JobStatus, JobStore, NewJob
+from workers.store import CommitResult, Durability, JobStatus, JobStore, NewJob
 
 SPEC = json.dumps({"prompt": "p", "callback_url": "https://example.com/h"})
 #: Not "{}", which marks a job kept only to say its spec was invalid (never called back).
@@ -169,11 +170,23 @@ def test_with_no_replica_to_confirm_a_submission_fails_loudly_and_keeps_the_job(
     store.close()
 
 
-def test_jobs_created_through_a_failover_are_none_of_them_lost(sentinels: Sentinels) -> None:
+@pytest.fixture(params=[1, 2], ids=["one replica", "two replicas"])
+def failing_over(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Sentinels]:
+    with redis_sentinel(tmp_path / "failing-over", replicas=request.param) as setup:
+        yield setup
+
+
+def test_jobs_created_through_a_failover_are_none_of_them_lost(failing_over: Sentinels) -> None:
     """Jobs created without a pause while the master fails over: every one whose
     submission was answered is on the new master once the set-up settles (a submission
     may be refused, loudly, never answered and lost). Beside it, for the record, a store
-    that waits for no replica (``wait_replicas=0``) does the same."""
+    that waits for no replica (``wait_replicas=0``) does the same.
+
+    With two replicas, the one not promoted still follows the old master for a while and
+    acknowledges what it takes, then drops it when it turns to the new one: the store
+    waits for every replica the Sentinels see (its first version waited for one, and
+    lost thousands of answered jobs so)."""
+    sentinels = failing_over
     waits = JobStore.from_url(sentinels.url + "?wait_s=20", "continuum-test:")
     blind = JobStore.from_url(sentinels.url + "?wait_replicas=0", "continuum-test:")
     stop = threading.Event()
@@ -236,3 +249,32 @@ def test_sentinels_that_ask_for_a_password_of_their_own(tmp_path: Path) -> None:
             pytest.raises(RedisError, match=r"authenticated|Authentication required"),
         ):
             bare.sentinel_get_master_addr_by_name(SERVICE)
+
+
+def test_a_master_that_never_took_the_jobs_does_not_confirm_them(
+    sentinels: Sentinels, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store's client moves to another master between writing the jobs and waiting
+    for the replicas (it followed a failover): there the replica acknowledges, but the
+    jobs are not there. The wait counts them where it waits, and writes them again."""
+    with EmbeddedRedis(tmp_path / "old-master") as old_server:
+        client = Redis.from_url(old_server.url)
+        store = JobStore(client, "continuum-test:", durability=Durability(1, wait_s=10))
+        first, calls = store._create_once, list[list[bool]]()
+        master = sentinels.master()
+
+        def create_then_follow(jobs: Sequence[NewJob], batch: str | None) -> list[bool]:
+            made = first(jobs, batch)
+            calls.append(made)
+            if len(calls) == 1:  # what the store's pool does when the Sentinels name another
+                pool = client.connection_pool
+                pool.connection_kwargs.update(host=master[0], port=master[1], password=None)
+                pool.disconnect()
+                pool.reset()
+            return made
+
+        monkeypatch.setattr(store, "_create_once", create_then_follow)
+        assert store.create_jobs([NewJob("moved", SPEC, STATE, time.time() + 60)]) == [True]
+        assert len(calls) == 2  # written again, on the master the replica follows
+        assert exists_on(sentinels, sentinels.replica()[1], store, ["moved"]) == {"moved"}
+        client.close()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from workers.app import make_app
+from workers.embedded_config import redact_url
 from workers.settings import Settings, url_problems
 from workers.store import Durability, durability_of, parse_cluster_url, split_store_options
 
@@ -95,3 +96,33 @@ def test_the_store_options_are_taken_out_and_the_rest_kept() -> None:
     assert split_store_options("redis://h:1/0") == ("redis://h:1/0", {})
     parsed = parse_cluster_url(CLUSTER + "?wait_s=2")  # no path: the query is no port
     assert parsed.nodes[1] == ("10.0.0.2", 7001)
+
+
+def test_the_store_options_never_reach_celery_or_kombu() -> None:
+    """The broker and the result backend on ``REDIS_URL``'s Redis get it without the
+    store's options (redis-py, under kombu and Celery, refuses options it does not know)."""
+    url = "redis://:pw@127.0.0.1:6399/0?wait_replicas=1&wait_s=2"
+    settings = Settings(redis_url=url)
+    assert settings.broker == "redis://:pw@127.0.0.1:6399/0"
+    assert url_problems(settings) == []
+    app = make_app(settings)
+    assert app.conf.result_backend == "redis://:pw@127.0.0.1:6399/0"
+    assert "wait_replicas" not in str(app.conf.broker_url)
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        (
+            "redis+sentinel://:pw@h:1,h2:2/svc?sentinel_password=a%26b&wait_s=2",
+            "redis+sentinel://:***@h:1,h2:2/svc?sentinel_password=***&wait_s=2",
+        ),
+        ("redis://h:6379/0?sentinel_username=u", "redis://h:6379/0?sentinel_username=u"),
+        (
+            "redis://u:p@h/0?Password=x&socket_timeout=5",
+            "redis://u:***@h/0?Password=***&socket_timeout=5",
+        ),
+    ],
+)
+def test_a_printed_url_shows_no_password_in_its_query_either(url: str, shown: str) -> None:
+    assert redact_url(url) == shown

@@ -14,6 +14,7 @@ ALLOWED = {
     "workers/broker.py": "reads kombu's queue lists on a Redis broker, not the store",
     "workers/embedded.py": "starts and probes the embedded server",
     "workers/errors.py": "tells Redis's transient refusals from bugs (its exceptions)",
+    "workers/tasks.py": "sends again a submission Redis refused for now (its exceptions)",
     "api/errors.py": "maps RedisError to 503 (its exceptions)",
     "api/health.py": "reports RedisError as Redis down (its exceptions)",
     "api/app.py": "create_app's redis= argument (a type only)",
