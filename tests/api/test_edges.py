@@ -183,3 +183,26 @@ def test_an_app_on_a_given_redis_client(
     finally:
         app.state.service.close()
     assert redis_client.ping()  # not the app's to close
+
+
+def test_a_submission_no_replica_confirmed_is_refused_naming_the_job(
+    serve: Callable[[Any], str], redis_url: str, redis_prefix: str, redis_client: Redis
+) -> None:
+    """A store that waits for a replica, on a Redis that has none: the submission is
+    answered 503 after ``wait_s``, naming the job, which exists (queued, never sent: the
+    watchdog starts it)."""
+    joiner = "&" if "?" in redis_url else "?"
+    app = create_app(make_settings(f"{redis_url}{joiner}wait_replicas=1&wait_s=0.3", redis_prefix))
+    try:
+        with httpx.Client(base_url=serve(app), timeout=15) as api:
+            started = time.monotonic()
+            r = api.post("/v1/jobs", json={**JOB, "job_id": "unconfirmed"})
+            assert 0.25 < time.monotonic() - started < 5
+            assert r.status_code == 503 and r.json()["error"] == "unavailable"
+            detail = r.json()["detail"]
+            assert detail.startswith("Redis took the submission but no replica confirmed it")
+            assert "jobs unconfirmed: 0 of the 1 replica(s)" in detail
+            assert queued(redis_client, redis_prefix) == []
+            assert api.get("/v1/jobs/unconfirmed").json()["status"] == "queued"
+    finally:
+        app.state.service.close()
