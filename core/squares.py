@@ -349,7 +349,7 @@ def _short_square(tail: str, square: str, rest: str) -> bool:
         return _SENTENCE_START.match(square) is not None and rest[:1] in (".", "!", "?")
     if words[0].isdigit():
         return True
-    if token_cut(tail, square, rest):
+    if token_cut(tail, square, rest) and _piece_proved(tail, square):
         return False  # " eno" twice, the second going on ("eno enough"): no word doubled
     if _cuts_letters(tail, square, rest):
         return False  # "The p" + "ackage\n": the second copy a line "ackage", no word
@@ -394,8 +394,25 @@ def _cuts_letters(tail: str, square: str, rest: str) -> bool:
         return False
     before = tail[len(tail) - len(square) - 1 : len(tail) - len(square)]
     inside_left = square[0].isalnum() and before.isalnum()
-    inside_right = square[-1].isalnum() and rest[:1].isalnum()
+    inside_right = square[-1].isalnum() and rest[:1].isalnum() and _piece_proved(tail, square)
     return inside_left or inside_right
+
+
+def _piece_proved(tail: str, square: str) -> bool:
+    """Whether the letters the square ends in are proved a piece cut off a longer word,
+    not a word of their own that the next one happens to start with ("We walked to" +
+    " town": "to town", or "town" with " to" re-sent; "a man" + " many"): one letter the
+    text never uses as a word ("then l" + " left"), or letters the text, long enough to
+    know its words (``SPLIT_EVIDENCE``), never uses whole. Without that proof both
+    readings stand, and the seam is doubted."""
+    word = _last_word(square)
+    if word is None:
+        return False
+    letters = word.group()
+    window = tail[-PERIODIC_WINDOW : len(tail) - len(square)]
+    if _known_word(letters, window):
+        return False
+    return len(letters) == 1 or len(window) >= SPLIT_EVIDENCE
 
 
 def _splits_a_word(tail: str, square: str) -> bool:
