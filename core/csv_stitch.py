@@ -278,7 +278,6 @@ def _seam(scan: CsvScan, tail: str) -> Seam:
         duplicates=lambda tail, append: _duplicate_row(tail, append, header),
         token_cut=_field_cut,
         rejoins=_value_rejoins,
-        paragraphs=False,
     )
 
 

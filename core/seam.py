@@ -28,8 +28,7 @@ merge is O(fragment) whatever the periodicity of the text.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from itertools import islice
 
@@ -148,9 +147,6 @@ class Seam:
     #: Whether a body begins the document again, given the document's head (default: it
     #: starts with ``restart_min`` characters of the head, as they are).
     restarts: Callable[[str, str], bool] | None = None
-    #: Whether the document's paragraphs are prose a tool may wrap at a width (text,
-    #: Markdown; not CSV, whose line breaks end records or sit in quoted values).
-    paragraphs: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -394,10 +390,6 @@ def _blank_lines_between(ctx: _Context, best: _Tried, rival: _Tried) -> bool | N
     glued = drops and _glued_on(ctx.tail, after)
     if not run and (glued or _goes_on_with_cut_line(ctx.tail, after)):
         return False
-    kept_break = ctx.fragment[low:high].count("\n") == 1
-    wraps = ctx.seam.lines and ctx.seam.paragraphs
-    if not run and drops and kept_break and wraps and _wraps_wider(ctx.tail, after):
-        return False
     return run != 2  # a paragraph break is there already, unless blank lines go on
 
 
@@ -425,50 +417,6 @@ def _goes_on_with_cut_line(tail: str, after: str) -> bool:
         or completes_known_word(tail, after[:MAX_WORD])
         or splits_word(tail, after[:MAX_WORD])
     )
-
-
-#: A fence line (``` or ~~~, indented up to three blanks).
-_FENCE_START = re.compile(r" {0,3}(?:`{3,}|~{3,})")
-#: A line that starts a block of its own (indented code, a table row, a heading, a quote,
-#: a list item, a fence, a number that may number an item): no paragraph text.
-_BLOCK_START = re.compile(r"[ \t]|[|#>*+`~-]|\d")
-
-
-def _wraps_wider(tail: str, after: str) -> bool:
-    """Kept, one line break would wrap the cut line's paragraph before ``after``, where
-    the document holds a paragraph line as long as the cut line with the next word on it.
-    A document wrapped at a width breaks a line only when the next word does not fit (the
-    way textwrap and editors wrap), so a line that long says the width leaves room here;
-    a document that does not wrap breaks no paragraph line at all. Lines in code blocks,
-    tables, lists, quotes and headings are set by hand, so none is evidence (nor is the
-    cut line one of them), and a cut line that ends in a hard break (two blanks, a tab)
-    may break anywhere. A line of one word is no evidence either: a word longer than the
-    width gets a line of its own."""
-    start = tail.rfind("\n") + 1
-    line = tail[start:]
-    word = after.split(maxsplit=1)[0] if after.strip() else ""
-    if not word or not _paragraph_line(line) or not _paragraph_line(after):
-        return False
-    if line.endswith(("  ", "\t", "\r")):
-        return False  # a hard break, or the cut fell inside a line break
-    need = len(line.rstrip()) + 1 + len(word)
-    lines = _paragraph_lines(tail[:start])
-    return any(len(other) >= need and " " in other for other in lines)
-
-
-def _paragraph_line(line: str) -> bool:
-    return bool(line.strip()) and _BLOCK_START.match(line) is None
-
-
-def _paragraph_lines(text: str) -> Iterator[str]:
-    """The lines of ``text`` outside code fences that are paragraph text, blanks around
-    them off."""
-    fenced = False
-    for raw in text.splitlines():
-        if _FENCE_START.match(raw):
-            fenced = not fenced
-        elif not fenced and _paragraph_line(raw):
-            yield raw.strip()
 
 
 def _reads_less_of_restart(ctx: _Context, best: _Tried, rival: _Tried) -> bool | None:
