@@ -55,7 +55,6 @@ from core.squares import (
     line_prefix,
     no_structure,
     plausible_square,
-    splits_word,
     token_cut,
     whole_lines,
 )
@@ -412,11 +411,7 @@ def _goes_on_with_cut_line(tail: str, after: str) -> bool:
     """The text after blank lines goes on with the cut line (a space, the rest of a word
     the document uses): kept, the blank lines would break a line in the middle."""
     spaced = after[:1] == " " and not after[1:2].isspace()  # not an indentation
-    return (
-        spaced
-        or completes_known_word(tail, after[:MAX_WORD])
-        or splits_word(tail, after[:MAX_WORD])
-    )
+    return spaced or completes_known_word(tail, after[:MAX_WORD])
 
 
 def _reads_less_of_restart(ctx: _Context, best: _Tried, rival: _Tried) -> bool | None:
@@ -747,7 +742,7 @@ def _unbroken_fence(tail: str, lead: Lead, text: str) -> bool:
 
 def _splits_cut_line(tail: str, text: str) -> bool:
     after = text[:MAX_WORD]
-    return completes_cut_word(tail, after) or splits_word(tail, after) or _glued_on(tail, after)
+    return completes_cut_word(tail, after) or _glued_on(tail, after)
 
 
 def _echo(ctx: _Context, cands: list[_Candidate]) -> str:

@@ -972,28 +972,6 @@ CLEAR = [
             "disagree,yes\nno,agree\nyes,yes\nno,no\nagree,yes\nno,no\nyes,yes\nno,yes\n",
         ),
     ),
-    # "pe" and "ople." are no words of the document: the blank line after the preamble is
-    # the wrapper's, or it would cut "people" in two.
-    Case(
-        "markdown-blank-line-inside-a-cut-word",
-        "markdown",
-        [
-            "# Doc\n\nHere is what the chart survey found: See the package report for details. "
-            "Priya Wei kept the books for the river from 2001 to 2003. Note: the following "
-            "figures are preliminary.\n\n* Sure enough, the bookkeeper arrived late.\n"
-            "* Amara Wei moved to Nairobi in 2001.\n* Most of the kettles were sold by May.\n"
-            "* Founded in 19, the cooperative now employs 5489 pe",
-            "Sure! Here is the rest\n\nople.\n\n## Overview\n\nIt grew.\n",
-        ],
-        (
-            "# Doc\n\nHere is what the chart survey found: See the package report for details. "
-            "Priya Wei kept the books for the river from 2001 to 2003. Note: the following "
-            "figures are preliminary.\n\n* Sure enough, the bookkeeper arrived late.\n"
-            "* Amara Wei moved to Nairobi in 2001.\n* Most of the kettles were sold by May.\n"
-            "* Founded in 19, the cooperative now employs 5489 people.\n\n## Overview\n\n"
-            "It grew.\n",
-        ),
-    ),
 ]
 
 
@@ -1120,14 +1098,8 @@ CLEAR += [
         ["Lars moved to Krakow in 1", "Here's the continuation\n\n987.\n"],
         ("Lars moved to Krakow in 1987.\n",),
     ),
-    # A bare fence after the wrapper's prose, between two parts of a word the document never
-    # used, or before a comma or the rest of a number: the wrapper's, not a code block.
-    Case(
-        "markdown-bare-fence-between-two-parts-of-a-word",
-        "markdown",
-        [_WORDS_BEFORE, "Sure! Here is the rest\n\n```\nved late.\n```\n"],
-        (_WORDS_BEFORE + "ved late.\n",),
-    ),
+    # A bare fence after the wrapper's prose before a comma or the rest of a number: the
+    # wrapper's, not a code block.
     Case(
         "markdown-bare-fence-before-a-comma",
         "markdown",
@@ -1158,13 +1130,43 @@ CLEAR += [
 ]
 
 
-#: Seams that a rule (``seam._wraps_wider``: a document wrapped at a width breaks a line
-#: only where the next word does not fit) once read without a doubt: it took a blank line
-#: after the wrapper for the wrapper's where the document held a longer paragraph line.
-#: Documents with a line break of their own at the cut ("bookkeeper|\nsurvey", found by a
-#: random-seed hunt of the seam corpus) came back glued, silently; the rule is gone, and
-#: each of these is doubted (exact or flagged, never silent).
+#: Seams that two rules once read without a doubt, taking a blank line (or a bare fence)
+#: after the wrapper for the wrapper's: where the document held a paragraph line longer
+#: than the cut line and the next word (``seam._wraps_wider``: "a document wrapped at a
+#: width breaks only where the next word does not fit"), and where the words on both sides
+#: were ones the document never used ("pe" + "ople.": a word cut in two). Documents with a
+#: line break of their own at the cut ("bookkeeper|\nsurvey", "the team \n|opened",
+#: found by a random-seed hunt of the seam corpus) came back glued, silently; both rules
+#: are gone, and each of these is doubted (exact or flagged, never silent).
 WRAPPED = [
+    # "pe" and "ople." are no words of the document, which read as a word cut in two; but
+    # two whole words the document never used ("team" + "opened") read the same.
+    Case(
+        "markdown-blank-line-inside-a-cut-word",
+        "markdown",
+        [
+            "# Doc\n\nHere is what the chart survey found: See the package report for details. "
+            "Priya Wei kept the books for the river from 2001 to 2003. Note: the following "
+            "figures are preliminary.\n\n* Sure enough, the bookkeeper arrived late.\n"
+            "* Amara Wei moved to Nairobi in 2001.\n* Most of the kettles were sold by May.\n"
+            "* Founded in 19, the cooperative now employs 5489 pe",
+            "Sure! Here is the rest\n\nople.\n\n## Overview\n\nIt grew.\n",
+        ],
+        (
+            "# Doc\n\nHere is what the chart survey found: See the package report for details. "
+            "Priya Wei kept the books for the river from 2001 to 2003. Note: the following "
+            "figures are preliminary.\n\n* Sure enough, the bookkeeper arrived late.\n"
+            "* Amara Wei moved to Nairobi in 2001.\n* Most of the kettles were sold by May.\n"
+            "* Founded in 19, the cooperative now employs 5489 people.\n\n## Overview\n\n"
+            "It grew.\n",
+        ),
+    ),
+    Case(
+        "markdown-bare-fence-between-two-parts-of-a-word",
+        "markdown",
+        [_WORDS_BEFORE, "Sure! Here is the rest\n\n```\nved late.\n```\n"],
+        (_WORDS_BEFORE + "ved late.\n",),
+    ),
     Case(
         "text-blank-line-after-the-wrapper-where-the-document-does-not-wrap",
         "text",
@@ -1191,6 +1193,26 @@ WRAPPED = [
             "Continuing:\n\nsurvey found: the warehouse grew.\n",
         ],
         (_UNWRAPPED + "Here is what the bookkeeper\nsurvey found: the warehouse grew.\n",),
+    ),
+]
+
+
+WRAPPED += [
+    Case(
+        "markdown-trailing-blank-and-line-break-at-the-cut-after-a-prose-line",
+        "markdown",
+        [
+            "# Doc\nSoylent was founded in 1987. Sales rose to 70 units, up from 157. Most\n"
+            "It grew. Amara Novak moved to São Paulo in 2020. Amara Silva said the\n"
+            'ledger was "excellent". Continuing the work of Amara Wei, the team',
+            "Here's the continuation\n \nopened an office in São Paulo.\n",
+        ],
+        (
+            "# Doc\nSoylent was founded in 1987. Sales rose to 70 units, up from 157. Most\n"
+            "It grew. Amara Novak moved to São Paulo in 2020. Amara Silva said the\n"
+            'ledger was "excellent". Continuing the work of Amara Wei, the team \n'
+            "opened an office in São Paulo.\n",
+        ),
     ),
 ]
 
