@@ -393,22 +393,23 @@ def _cuts_letters(tail: str, square: str, rest: str) -> bool:
     if square.isalnum() or not any(c.isalpha() for c in square):
         return False
     before = tail[len(tail) - len(square) - 1 : len(tail) - len(square)]
-    inside_left = square[0].isalnum() and before.isalnum()
+    inside_left = square[0].isalnum() and before.isalnum() and _piece_proved(tail, square, True)
     inside_right = square[-1].isalnum() and rest[:1].isalnum() and _piece_proved(tail, square)
     return inside_left or inside_right
 
 
-def _piece_proved(tail: str, square: str) -> bool:
-    """Whether the letters the square ends in are proved a piece cut off a longer word,
-    not a word of their own that the next one happens to start with ("We walked to" +
-    " town": "to town", or "town" with " to" re-sent; "a man" + " many"): one letter the
-    text never uses as a word ("then l" + " left"), or letters the text, long enough to
-    know its words (``SPLIT_EVIDENCE``), never uses whole. Without that proof both
-    readings stand, and the seam is doubted."""
-    word = _last_word(square)
-    if word is None:
+def _piece_proved(tail: str, square: str, first: bool = False) -> bool:
+    """Whether the letters the square ends in (``first``: starts with) are proved a piece
+    cut off a longer word, not a word of their own that the next one happens to start
+    with, or the last one to end with ("We walked to" + " town": "to town", or "town"
+    with " to" re-sent; "a man" + " many"; "Austin " + "in 1990"): one letter the text
+    never uses as a word ("then l" + " left"), or letters the text, long enough to know its
+    words (``SPLIT_EVIDENCE``), never uses whole. Without that proof both readings stand,
+    and the seam is doubted."""
+    found = _last_word(square)
+    letters = _first_word(square) if first else found.group() if found else ""
+    if not letters:
         return False
-    letters = word.group()
     window = tail[-PERIODIC_WINDOW : len(tail) - len(square)]
     if _known_word(letters, window):
         return False

@@ -1020,13 +1020,6 @@ CLEAR += [
         ['{"city": "Sa', "```json\no Pa\n```", 'ulo"}'],
         ('{"city": "Sao Paulo"}',),
     ),
-    # Read again, "ackage\n" would be a line of its own: no word of the document.
-    Case(
-        "text-end-of-a-title-re-sent-with-its-line-break",
-        "text",
-        ["The package\n", "ackage\n\nThe sign in Austin read cafe.\n"],
-        ("The package\n\nThe sign in Austin read cafe.\n",),
-    ),
     # An accent, half a flag, a joiner and what follows: text repeats whole characters
     # (``squares._inside_cluster``).
     Case(
@@ -1215,6 +1208,56 @@ WRAPPED += [
         ),
     ),
 ]
+
+
+#: A repeat whose first copy starts inside the cut word ("Aust|in " + "in 1990"): read
+#: as text, the letters are a word of their own, which a model re-sending from inside a
+#: word would not write... unless they are one ("Austin in 1990"). Without the document's
+#: words to show they are no word (one letter, or a text long enough to know its words),
+#: both readings stand: doubted (a rule took every such square for a repeat, silently
+#: wrong on "Austin " + "in 1990", found by a random-seed hunt of the seam corpus).
+UNPROVED = [
+    Case(
+        "markdown-two-letter-word-after-a-word-ending-in-it",
+        "markdown",
+        ["from 297.\n* Aiko Okafor moved to Austin ", "in 1990.\n* Amara Silva kept the books.\n"],
+        ("from 297.\n* Aiko Okafor moved to Austin in 1990.\n* Amara Silva kept the books.\n",),
+    ),
+    # Once a clear case: read again, "ackage\n" would be a line of its own, but only a
+    # word list says "ackage" is no word, and this text has five letters before it.
+    Case(
+        "text-end-of-a-title-re-sent-with-its-line-break",
+        "text",
+        ["The package\n", "ackage\n\nThe sign in Austin read cafe.\n"],
+        ("The package\n\nThe sign in Austin read cafe.\n",),
+    ),
+    Case(
+        "markdown-prose-fence-then-letters-from-inside-the-cut-word",
+        "markdown",
+        [
+            "# T\n\n| City | N |\n|---|---|\n| Austin | 2 |\n| Lyon ",
+            "Here's the continuation:\n\n```\non | 1 |\n",
+        ],
+        ("# T\n\n| City | N |\n|---|---|\n| Austin | 2 |\n| Lyon | 1 |\n",),
+    ),
+    Case(
+        "csv-prose-then-letters-from-inside-the-cut-word",
+        "csv",
+        [
+            "id,name,city,year,comment\n3,Aiko Okafor,Zürich,2019,Most ",
+            "Continuing\nst of the warehouses were sold.\n",
+        ],
+        (
+            "id,name,city,year,comment\n"
+            "3,Aiko Okafor,Zürich,2019,Most of the warehouses were sold.\n",
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize("case", UNPROVED, ids=[c.name for c in UNPROVED])
+def test_letters_from_inside_the_cut_word_are_never_silent(case: Case) -> None:
+    test_reproducer_is_exact_or_flagged(case)
 
 
 @pytest.mark.parametrize("case", WRAPPED, ids=[c.name for c in WRAPPED])
