@@ -456,10 +456,20 @@ def _rejoins_cut_line(ctx: _Context, best: _Tried, rival: _Tried) -> bool | None
 
 def _glues_new_word(ctx: _Context, best: _Tried, rival: _Tried) -> bool | None:
     """The rival proves less repeat and glues the cut word into one the document never
-    wrote ("70" + "8,11": "708"); the best keeps the document's words."""
-    if best.cand.info > rival.cand.info and glue_known(ctx.tail, best.append, rival.append):
-        return False
+    wrote ("70" + "8,11": "708"); the best keeps the document's words. A number the
+    document never wrote is no less a number ("1" + "9": "19"): where the best's repeat
+    is short and no proof (a coincidence, "548|9, 1" + "9, 11]" read as "9, 1" again), a
+    number glued by the rival leaves both readings standing."""
+    b = best.cand
+    if b.info > rival.cand.info and glue_known(ctx.tail, best.append, rival.append):
+        short = not b.confirmed and b.info < CONFIRM
+        return None if short and _glues_number(ctx.tail, rival.append) else False
     return None
+
+
+def _glues_number(tail: str, text: str) -> bool:
+    """Whether the tail ends in digits and ``text`` goes on with digits."""
+    return tail[-1:].isdigit() and text[:1].isdigit()
 
 
 def _square_between(ctx: _Context, best: _Tried, rival: _Tried) -> bool:

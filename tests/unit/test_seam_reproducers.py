@@ -1255,6 +1255,22 @@ UNPROVED = [
 ]
 
 
+UNPROVED += [
+    # A 4-character coincidence starting inside a number ("548|9, 1" + "9, 11]") read as a
+    # repeat because the other reading glues "19", a number the document never wrote: a
+    # number is no word, any value may come (found by a random-seed hunt).
+    Case(
+        "json-repeat-from-inside-a-number-after-prose",
+        "json",
+        [
+            '{"series": [[8895, 11], [0, 1998, 5489, 1',
+            "Certainly! Continuing from the cut:\n\n```\n9, 11], [8895, 5489, 0, 68]]}",
+        ],
+        ('{"series": [[8895, 11], [0, 1998, 5489, 19, 11], [8895, 5489, 0, 68]]}',),
+    ),
+]
+
+
 @pytest.mark.parametrize("case", UNPROVED, ids=[c.name for c in UNPROVED])
 def test_letters_from_inside_the_cut_word_are_never_silent(case: Case) -> None:
     test_reproducer_is_exact_or_flagged(case)
