@@ -13,11 +13,12 @@ from __future__ import annotations
 import json
 import re
 
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, given
 from hypothesis import strategies as st
 
 from core import stitch
 from core.overlap import MIN_OVERLAP
+from tests.hunting import profile
 
 STRONG = 3 * MIN_OVERLAP  # non-whitespace characters a re-indented repeat must have
 _WS = re.compile(r"\s+")
@@ -111,13 +112,7 @@ def fragmented(draw: st.DrawFn) -> tuple[object, list[str]]:
     return value, fragments
 
 
-@settings(
-    max_examples=300,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+@profile(300, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=fragmented())
 def test_json_documents_stitch_back_to_equal_values(case: tuple[object, list[str]]) -> None:
     """Stitching the fragments gives a complete document with the original value, or says

@@ -5,7 +5,8 @@ send them (``sim.seams`` lists the behaviours, the right document for each, and 
 labels a trial ambiguous). A merge result is exact (ok, no doubt, right text), flagged (not
 ok, or doubts: honest whatever the text) or silent (ok, no doubt, wrong text): the last is the
 bug. Seeds come from hypothesis (derandomized, no shrinking: a seed has no smaller form worth
-finding); a failure names the seed, and ``make_trial(fmt, [behaviour], random.Random(seed))``
+finding; ``CONTINUUM_HUNT=N`` draws fresh ones, N times as many: ``tests/hunting.py``); a
+failure names the seed, and ``make_trial(fmt, [behaviour], random.Random(seed))``
 gives the trial back. The generator's own invariants are tested first.
 """
 
@@ -29,16 +30,16 @@ from sim.seam_trials import (
 )
 from sim.seam_truth import label_seam, overlaps, valid
 from sim.seams import BEHAVIOURS, Behaviour, continue_reply
+from tests import hunting
 
 CASES = [(fmt, b) for fmt in FORMATS for b in usable(fmt)]
 SEEDS = st.integers(min_value=0, max_value=2**32 - 1)
 
 
 def profile(examples: int) -> settings:
-    return settings(
-        max_examples=examples,
+    return hunting.profile(
+        examples,
         deadline=None,
-        derandomize=True,
         phases=[Phase.explicit, Phase.generate],
         suppress_health_check=[HealthCheck.too_slow],
     )

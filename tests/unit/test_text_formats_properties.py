@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from hypothesis import assume, given, settings
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from core.csv_stitch import merge_csv, start_csv
@@ -31,11 +31,12 @@ from core.text_stitch import (
     merge_text,
     start_text,
 )
+from tests.hunting import profile
 
 TAIL = 65536
 PROSE = "Here is the continuation of the document:\n"
 
-PROFILE = settings(max_examples=200, deadline=None, derandomize=True, database=None)
+PROFILE = profile(200, deadline=None, database=None)
 
 LETTERS = st.characters(categories=("Ll", "Lu", "Lo"), exclude_characters="HQ")
 WORD = st.text(LETTERS, min_size=1, max_size=7)
