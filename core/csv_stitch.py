@@ -225,8 +225,10 @@ def _blank_between(rows: Rows, mode: CsvMode) -> bool:
     return bool(counts) and counts[-1] == 0 and mode is not CsvMode.ROW_START
 
 
-def _readings(scan: CsvScan) -> tuple[Accept, Accept]:
-    """Read the seam as it stands, or repaired by ending the cut row (it had every field)."""
+def _readings(scan: CsvScan, nl: str = "\n") -> tuple[Accept, Accept]:
+    """Read the seam as it stands, or repaired by ending the cut row (it had every field)
+    with the document's line break ``nl``."""
+    ended = "the cut row was complete: started a new row"
     can_break = scan.mode not in (CsvMode.ROW_START, CsvMode.QUOTED) and scan.fields > 0
 
     def breaks(text: str) -> bool:
@@ -240,9 +242,7 @@ def _readings(scan: CsvScan) -> tuple[Accept, Accept]:
         return text, ""
 
     def repair(text: str) -> tuple[str, str] | None:
-        return (
-            ("\n" + text, "the cut row was complete: started a new row") if breaks(text) else None
-        )
+        return (nl + text, ended) if breaks(text) else None
 
     return accept, repair
 
@@ -267,7 +267,8 @@ def _seam(scan: CsvScan, tail: str) -> Seam:
         return len(scan.header) + size, "dropped a repeated header row", Strength.STRONG
 
     restart = len(scan.header) + 1 + MIN_OVERLAP if scan.fields else RESTART_MIN
-    accept, repair = _readings(scan)
+    crlf = "\r\n" in tail and not tail.endswith("\r")  # a CR at the cut wants its LF only
+    accept, repair = _readings(scan, "\r\n" if crlf else "\n")
     return Seam(
         accept=accept,
         repair=repair,

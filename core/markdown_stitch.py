@@ -252,12 +252,15 @@ def _delimiter_fits(scan: MarkdownScan, text: str) -> bool:
     return True
 
 
-def _accept(scan: MarkdownScan) -> Accept:
+def _accept(scan: MarkdownScan, nl: str = "\n") -> Accept:
+    """Read as it stands, or with a line break (the document's ``nl``) before a fragment
+    that starts a block the unfinished cut line must not swallow."""
+
     def accept(text: str) -> tuple[str, str] | None:
         if needs_break(scan, text):
             if not (_row_fits(scan, "\n" + text) and _delimiter_fits(scan, "\n" + text)):
                 return None
-            return "\n" + text, "inserted a line break: the fragment starts a new block"
+            return nl + text, "inserted a line break: the fragment starts a new block"
         return (text, "") if _row_fits(scan, text) and _delimiter_fits(scan, text) else None
 
     return accept
@@ -351,7 +354,7 @@ def merge_markdown(
     if not scan.length:
         return start_markdown(fragment)
     seam = Seam(
-        accept=_accept(scan),
+        accept=_accept(scan, "\r\n" if "\r\n" in tail and not tail.endswith("\r") else "\n"),
         fence_strength=wrapper_fence,
         wrapper=scan.wrapper,
         drop_repeat=_table_dropper(scan),

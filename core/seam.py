@@ -28,6 +28,7 @@ merge is O(fragment) whatever the periodicity of the text.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from itertools import islice
@@ -206,9 +207,25 @@ class _Context:
     notes: list[str] = field(default_factory=list)
 
 
+#: A JSON string's text that ends inside an escape (``\\``, ``\\u00``: an odd run of
+#: backslashes, then maybe ``u`` and up to three hex digits).
+_OPEN_ESCAPE = re.compile(r"(\\+)(?:u[0-9a-fA-F]{0,3})?$")
+
+
+def _splits_escape(tail: str, square: str) -> bool:
+    """Whether the square starts inside an escape of the JSON string: its letters are hex
+    digits, not a word's, so the square says nothing against being the text said twice
+    (``\\u000b\\u000`` + ``b\\u0007``: one control character twice)."""
+    before = tail[max(0, len(tail) - len(square) - 8) : len(tail) - len(square)]
+    match = _OPEN_ESCAPE.search(before)
+    return match is not None and len(match.group(1)) % 2 == 1
+
+
 def _plausible_square(
     tail: str, square: str, seam: Seam, rest: str = "", *, glued: bool = True
 ) -> bool:
+    if not seam.lines and square and _splits_escape(tail, square):
+        return True
     return plausible_square(
         tail,
         square,
@@ -630,8 +647,13 @@ def _try(ctx: _Context, cands: list[_Candidate]) -> list[_Tried]:
             continue
         evals += 1
         result = _evaluate(ctx, cand)
-        if result is not None and not any(_same_document(ctx, result, t) for t in tried):
+        if result is None:
+            continue
+        same = next((i for i, t in enumerate(tried) if _same_document(ctx, result, t)), None)
+        if same is None:
             tried.append(result)
+        elif tried[same].repaired and not result.repaired:
+            tried[same] = result  # the same document read with no repair needs none
     return tried
 
 

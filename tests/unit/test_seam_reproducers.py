@@ -631,6 +631,39 @@ CASES += [
 ]
 
 
+# A repeat that starts inside a JSON string's escape ("\\u000b\\u000" + "b\\u0007"): its
+# "letters" are hex digits, so nothing says the text was not said twice (found by
+# test_json_properties, silent: a character lost). A line break the format inserts (a CSV
+# row ended, a Markdown block set off) is the document's own: CRLF in a CRLF document
+# (both wrote LF, silently mixing the conventions).
+CASES += [
+    Case(
+        "json-repeat-that-starts-inside-a-unicode-escape",
+        "json",
+        ['{"a": 1, "\\u000b\\u000', 'b\\u0007": null}'],
+        ('{"a": 1, "\\u000b\\u000b\\u0007": null}',),
+    ),
+    Case(
+        "csv-row-ended-with-the-documents-crlf",
+        "csv",
+        ["a,b,c\r\n1,2,3\r\n4,5,6", "7,8,9\r\n"],
+        ("a,b,c\r\n1,2,3\r\n4,5,6\r\n7,8,9\r\n",),
+    ),
+    Case(
+        "markdown-block-set-off-with-the-documents-crlf",
+        "markdown",
+        ["# T\r\n\r\nSome text", "- item\r\n"],
+        ("# T\r\n\r\nSome text\r\n- item\r\n",),
+    ),
+    Case(
+        "csv-prose-line-then-the-line-break-at-the-cut",
+        "csv",
+        ["q1,q2\nyes,yes\nno,disagree", "Continuing:\n\ndisagree,yes\nyes,yes\n"],
+        ("q1,q2\nyes,yes\nno,disagree\ndisagree,yes\nyes,yes\n",),
+    ),
+]
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_reproducer_is_exact_or_flagged(case: Case) -> None:
     result = stitch(case.fragments, case.fmt)
@@ -1511,12 +1544,6 @@ KNOWN_SILENT = [
             "Notes\n\nContinuing the work of Lars Moreau, the team opened an office in São Paulo. "
             "Here is\nwhat the bookkeeper survey found:\n",
         ),
-    ),
-    Case(
-        "csv-prose-line-then-the-line-break-at-the-cut",
-        "csv",
-        ["q1,q2\nyes,yes\nno,disagree", "Continuing:\n\ndisagree,yes\nyes,yes\n"],
-        ("q1,q2\nyes,yes\nno,disagree\ndisagree,yes\nyes,yes\n",),
     ),
     Case(
         "csv-small-vocabulary-records-again-read-as-a-repeat",
