@@ -1314,6 +1314,25 @@ def test_a_line_break_after_the_wrapper_is_never_silent(case: Case) -> None:
     test_reproducer_is_exact_or_flagged(case)
 
 
+CLEAR += [
+    # The prefill path: the adapter sends the cut as an assistant prefill with its trailing
+    # white space stripped (Anthropic refuses it) and returns it before the generated text,
+    # which puts the white space back: a repeat without the tail's last blank.
+    Case(
+        "prefill-repeat-without-the-trailing-space",
+        "text",
+        ["It grew by 5%. Aiko Moreau ", "It grew by 5%. Aiko Moreau kept the books.\n"],
+        ("It grew by 5%. Aiko Moreau kept the books.\n",),
+    ),
+    Case(
+        "prefill-repeat-without-the-trailing-line-break",
+        "markdown",
+        ["# T\n\n- a\n- b\n", "# T\n\n- a\n- b\n- c\n"],
+        ("# T\n\n- a\n- b\n- c\n",),
+    ),
+]
+
+
 @pytest.mark.parametrize("case", CLEAR, ids=[c.name for c in CLEAR])
 def test_clear_seam_is_exact_without_doubt(case: Case) -> None:
     result = stitch(case.fragments, case.fmt)
