@@ -664,6 +664,29 @@ CASES += [
 ]
 
 
+# As above with 200 characters before that never use "in" as a word: most words of a text
+# come once, so that proves nothing (an engine rule took it for proof, silently).
+_PLAIN = (
+    "The committee met on Monday to review the budget for the new library and the plans for "
+    "the park; the members agreed that the work should start soon, and the chair thanked "
+    "everyone for their time and care. "
+)
+CASES += [
+    Case(
+        "text-two-letter-word-after-a-word-ending-in-it-in-a-longer-text",
+        "text",
+        [_PLAIN + "We moved to Austin ", "in 2019.\n"],
+        (_PLAIN + "We moved to Austin in 2019.\n",),
+    ),
+    Case(
+        "text-word-then-a-longer-word-in-a-longer-text",
+        "text",
+        [_PLAIN + "I saw a man", " many times.\n"],
+        (_PLAIN + "I saw a man many times.\n",),
+    ),
+]
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_reproducer_is_exact_or_flagged(case: Case) -> None:
     result = stitch(case.fragments, case.fmt)
@@ -1569,40 +1592,6 @@ KNOWN_SILENT = [
         "csv",
         ["q1,q2\nyes,yes\nagree,yes\ndisagree,", "yes\nagree,yes\ndisagree,yes\nagree,no\n"],
         ("q1,q2\nyes,yes\nagree,yes\ndisagree,yes\nagree,yes\ndisagree,yes\nagree,no\n",),
-    ),
-    Case(
-        "markdown-two-letter-word-the-paragraph-before-never-used",
-        "markdown",
-        [
-            "# Notes\n\nThe committee met on Monday to review the budget for the new library "
-            "wing. Several members raised concerns about the timeline, and the chair agreed to "
-            "circulate a revised plan before the next meeting of the board.\n\n"
-            "Mateo Kaur moved to Austin ",
-            "in 2019.\n",
-        ],
-        (
-            "# Notes\n\nThe committee met on Monday to review the budget for the new library "
-            "wing. Several members raised concerns about the timeline, and the chair agreed to "
-            "circulate a revised plan before the next meeting of the board.\n\n"
-            "Mateo Kaur moved to Austin in 2019.\n",
-        ),
-    ),
-    Case(
-        "text-short-word-the-paragraph-before-never-used",
-        "text",
-        [
-            "Notes\n\nThe committee met on Monday for review of the budget for the new library "
-            "wing. Several members raised concerns about the timeline, and the chair agreed "
-            "for circulation of a revised plan before the next meeting of the board.\n\n"
-            "We walked to",
-            " town after lunch.\n",
-        ],
-        (
-            "Notes\n\nThe committee met on Monday for review of the budget for the new library "
-            "wing. Several members raised concerns about the timeline, and the chair agreed "
-            "for circulation of a revised plan before the next meeting of the board.\n\n"
-            "We walked to town after lunch.\n",
-        ),
     ),
     Case(
         "markdown-list-item-again-after-a-lost-line-break",
