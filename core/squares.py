@@ -407,8 +407,11 @@ def _piece_proved(tail: str, square: str, first: bool = False) -> bool:
     text has not used yet, however long it is (most words of a text come once: 200
     characters without "in" proved nothing, found by a random-seed hunt); without a word
     list both readings stand, and the seam is doubted."""
-    found = _last_word(square)
-    letters = _first_word(square) if first else found.group() if found else ""
+    if first:
+        letters = _first_word(square)
+    else:
+        found = _last_word(square)
+        letters = found.group() if found else ""
     if len(letters) != 1:
         return False
     return not _known_word(letters, tail[-PERIODIC_WINDOW : len(tail) - len(square)])

@@ -65,6 +65,8 @@ DEFAULT_RETENTION_S = 7 * 24 * 3600.0
 
 #: The scripts that can end a job: ``retain.lua``'s functions are put before them.
 _ENDING = frozenset({"commit", "fail", "cancel", "create_failed"})
+#: The scripts that create a job: ``existing.lua``'s function is put before them.
+_CREATING = frozenset({"create", "create_failed"})
 
 
 #: The most bytes one chunk of an output holds (``CONTINUUM_OUTPUT_CHUNK_BYTES``). A commit
@@ -287,6 +289,8 @@ def _unless_refused(action: Callable[[], _T], refused: _T) -> _T:
 
 def _script(name: str) -> str:
     text = (_LUA / f"{name}.lua").read_text()
+    if name in _CREATING:
+        text = (_LUA / "existing.lua").read_text() + text
     return (_LUA / "retain.lua").read_text() + text if name in _ENDING else text
 
 

@@ -3,12 +3,9 @@
 -- ARGV: job id, spec json, state json, now, deadline, batch id (or "")
 -- Returns {created (1 or 0), batch, status, expires_at} of the job now (the existing one's
 -- when it existed): its batch (another slot) joins it and counts it next (batch_end.lua).
-local found = redis.call('HMGET', KEYS[1], 'status', 'batch', 'expires_at')
-if found[1] then
-  return {0, found[2] or '', found[1], found[3] or ''}
-end
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  return {0, '', '', ''}  -- a late field of an expired job: no job, nothing to create
+local existing = existing_job(KEYS[1])
+if existing then
+  return existing
 end
 redis.call('HSET', KEYS[1],
   'spec', ARGV[2], 'state', ARGV[3], 'status', 'queued', 'iteration', 0,

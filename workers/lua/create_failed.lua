@@ -4,12 +4,9 @@
 -- KEYS: job hash, its shard's jobs index, then retain's
 -- ARGV: job id, the submission as sent (JSON), now, batch id (or ""), error, then retain's
 -- Returns {created (1 or 0), batch, status, expires_at}, as create.lua does.
-local found = redis.call('HMGET', KEYS[1], 'status', 'batch', 'expires_at')
-if found[1] then
-  return {0, found[2] or '', found[1], found[3] or ''}
-end
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  return {0, '', '', ''}  -- a late field of an expired job: no job, nothing to create
+local existing = existing_job(KEYS[1])
+if existing then
+  return existing
 end
 redis.call('HSET', KEYS[1],
   'spec', ARGV[2], 'state', '{}', 'status', 'failed', 'iteration', 0, 'error', ARGV[5],
