@@ -18,7 +18,6 @@ import math
 import re
 from bisect import bisect_right
 from collections.abc import Iterable
-from dataclasses import replace
 from enum import StrEnum
 from functools import lru_cache
 from itertools import pairwise
@@ -225,9 +224,11 @@ def _blank_between(rows: Rows, mode: CsvMode) -> bool:
     return bool(counts) and counts[-1] == 0 and mode is not CsvMode.ROW_START
 
 
-def _readings(scan: CsvScan, nl: str = "\n") -> tuple[Accept, Accept]:
+def _readings(scan: CsvScan, nl: str = "\n", *, exact: bool = False) -> tuple[Accept, Accept]:
     """Read the seam as it stands, or repaired by ending the cut row (it had every field)
-    with the document's line break ``nl``."""
+    with the document's line break ``nl``. ``exact``: the reply is known to go on right
+    at the cut (prefilled, or marked on a retry), so a valid reading as it stands lost no
+    line break there and is not doubted."""
     ended = "the cut row was complete: started a new row"
     can_break = scan.mode not in (CsvMode.ROW_START, CsvMode.QUOTED) and scan.fields > 0
 
@@ -237,7 +238,7 @@ def _readings(scan: CsvScan, nl: str = "\n") -> tuple[Accept, Accept]:
     def accept(text: str) -> tuple[str, str] | None:
         if not fits(scan, text):
             return None
-        if breaks(text):
+        if breaks(text) and not exact:
             return text, f"{AMBIGUOUS}cut: continued the cut field rather than starting a row"
         return text, ""
 
@@ -247,7 +248,7 @@ def _readings(scan: CsvScan, nl: str = "\n") -> tuple[Accept, Accept]:
     return accept, repair
 
 
-def _seam(scan: CsvScan, tail: str) -> Seam:
+def _seam(scan: CsvScan, tail: str, *, exact: bool = False) -> Seam:
     """How a CSV fragment's start is read: by width, without a repeated header."""
 
     # Data rows equal to the header: a repeat of it proves nothing. Otherwise the header
@@ -268,7 +269,7 @@ def _seam(scan: CsvScan, tail: str) -> Seam:
 
     restart = len(scan.header) + 1 + MIN_OVERLAP if scan.fields else RESTART_MIN
     crlf = "\r\n" in tail and not tail.endswith("\r")  # a CR at the cut wants its LF only
-    accept, repair = _readings(scan, "\r\n" if crlf else "\n")
+    accept, repair = _readings(scan, "\r\n" if crlf else "\n", exact=exact)
     return Seam(
         accept=accept,
         repair=repair,
@@ -279,6 +280,7 @@ def _seam(scan: CsvScan, tail: str) -> Seam:
         duplicates=lambda tail, append: _duplicate_row(tail, append, header),
         token_cut=_field_cut,
         rejoins=_value_rejoins,
+        exact=exact,
     )
 
 
@@ -513,7 +515,7 @@ def merge_csv(
     if not scan.length:
         return start_csv(fragment)
     reading, warnings, error = read_seam(
-        tail, scan.length, scan.head, fragment, replace(_seam(scan, tail), exact=exact)
+        tail, scan.length, scan.head, fragment, _seam(scan, tail, exact=exact)
     )
     if reading is None:
         return scan, Merge.failed(error, *warnings)

@@ -17,13 +17,24 @@ The caller appends ``decision.append`` to the accumulated output and stores the 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from core.formats import Stitcher, detect, resume_stitcher, start_stitcher
 from core.merge import Merge
 from core.models import FinishReason, JobSpec, OnFailure, OutputFormat, ProviderResponse
+from core.overlap import visible
 from core.progress import Stall, split_marker
-from core.prompts import continuation_messages, opening_messages, overlap_context, retry_messages
+from core.prompts import (
+    CONTINUE_MARK,
+    asks_mark,
+    continuation_messages,
+    opening_messages,
+    overlap_context,
+    retry_messages,
+)
 from core.repair import advance_repair
-from core.seam import AMBIGUOUS_END
+from core.seam import AMBIGUOUS, AMBIGUOUS_END
+from core.squares import CONFIRM
 from core.state import Continue, Decision, Fallback, Finish, JobState, OutputRef, Retry, Served
 
 _DONE = (FinishReason.STOP, FinishReason.TOOL_CALLS)
@@ -96,7 +107,53 @@ def _merge(s: JobState, text: str, prefilled: int) -> tuple[Stitcher, Merge]:
     generated = _after_prefill(s.tail, text, prefilled)
     if generated is not None:  # continued exactly: no repeat or wrapper to find
         return stitcher.merge(s.tail, generated, s.head, exact=True)
-    return stitcher.merge(s.tail, text, s.head)
+    if not (s.messages and asks_mark(s.messages[-1].content)):
+        return stitcher.merge(s.tail, text, s.head)
+    marked, text, doubt = _after_mark(s.tail, text)
+    if marked is None:
+        return stitcher.merge(s.tail, text, s.head)
+    merge = Merge(ok=True)  # the copy, the mark, then the output limit
+    if marked:
+        stitcher, merge = stitcher.merge(s.tail, marked, s.head, exact=True)
+    if merge.ok and doubt:
+        merge = replace(merge, warnings=(*merge.warnings, doubt), doubts=(*merge.doubts, doubt))
+    return stitcher, merge
+
+
+#: The doubt of a retried reply that set ``CONTINUE_MARK`` on a line of its own.
+_MARK_LINE = (
+    f"{AMBIGUOUS}seam: {CONTINUE_MARK} on a line of its own; a line break around it may be "
+    "the document's"
+)
+
+
+def _after_mark(tail: str, text: str) -> tuple[str | None, str, str]:
+    """A retried reply that was asked for ``CONTINUE_MARK``: the text after the mark when
+    an exact copy of the end of ``tail`` comes before it (the reply continues exactly
+    there), else None; the reply without the mark, to be read as any other; and a doubt.
+
+    The mark is the junction the model states: where the text is periodic (identical rows,
+    zeros), no repeat however long tells how much of the reply is new, and a model that
+    loses count copying a periodic end still marks where its copy ends. The copy must be
+    verbatim and hold ``CONFIRM`` visible characters (or all the tail has); otherwise the
+    reply is read as usual, its first mark removed. A copy that ends in a line break the
+    tail does not have there set the mark on a line of its own: one line break after the
+    mark is taken for the model's too, and the seam is doubted (either may be the
+    document's, which the note asked to write after the mark).
+    """
+    before, mark, after = text.partition(CONTINUE_MARK)
+    if not mark:
+        return None, text, ""
+    enough = min(CONFIRM, visible(tail))
+    if tail.endswith(before) and visible(before) >= enough:
+        return after, text, ""
+    line = before[:-2] if before.endswith("\r\n") else before[:-1]
+    if before[-1:] == "\n" and tail.endswith(line) and visible(line) >= enough:
+        for br in ("\r\n", "\n"):
+            if after.startswith(br):
+                return after[len(br) :], text, _MARK_LINE
+        return after, text, _MARK_LINE
+    return None, before + after, ""
 
 
 def _refuse(s: JobState, merge: Merge, reason: FinishReason) -> tuple[JobState, Decision] | None:

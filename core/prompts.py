@@ -192,6 +192,10 @@ def continuation_messages(
 RETRY_QUOTE_CHARS = 120
 #: How a retry's note to the model starts (``retry_messages``).
 RETRY_NOTE = "\n\nYour previous reply could not be used: "
+#: What a retry asks the model to write between the repeated end and the new text
+#: (``retry_messages``): where the reply has it right after an exact copy of the end, the
+#: new text starts there, however periodic the document (``core.engine``, "marked").
+CONTINUE_MARK = "<<<CONTINUE>>>"
 
 
 def retry_anchor(tail: str, most: int) -> str:
@@ -206,6 +210,11 @@ def retry_anchor(tail: str, most: int) -> str:
         size = min(2 * size, most)
 
 
+def asks_mark(turn: str) -> bool:
+    """Whether a request's last turn is a retry note that asks for ``CONTINUE_MARK``."""
+    return f"then write {CONTINUE_MARK}" in turn
+
+
 def retry_messages(
     messages: list[Message], problem: str, tail: str, most: int = 2000
 ) -> list[Message]:
@@ -214,14 +223,22 @@ def retry_messages(
     A retry never resends the identical request: a deterministic model would fail the same
     way again. The last user turn gets the problem and an end of the delivered text to
     repeat exactly (``retry_anchor``, at most ``most`` characters), one that occurs nowhere
-    earlier in it: a reply that repeats it joins at one place only.
+    earlier in it: a reply that repeats it joins at one place only. Where the text is too
+    periodic for any end that short to be unique, ``CONTINUE_MARK`` after the repeat says
+    where the new text starts (asked for unless the text holds the mark itself).
     """
     quote = retry_anchor(tail, most) if tail else ""
+    then = (
+        "then continue right after its end"
+        if CONTINUE_MARK in tail
+        else f"then write {CONTINUE_MARK} and continue right after its end (no space or line "
+        "break after the mark unless the document has one there)"
+    )
     note = (
         f"{RETRY_NOTE}{problem}. "
         "This time write no preamble, no code fence and no remark. After the progress line, "
         "repeat exactly the text between the REPEAT markers below (the end of what was "
-        "delivered), then continue right after its end:\n"
+        f"delivered), {then}:\n"
         f"{REPEAT_OPEN}{quote}{REPEAT_CLOSE}"
         if quote
         else f"{RETRY_NOTE}{problem}. Output only the document."

@@ -31,6 +31,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
+from difflib import SequenceMatcher
 from itertools import islice
 
 from core.extraction import clean_text
@@ -282,7 +283,9 @@ def _restarted(ctx: _Context, lead: Lead, body: str) -> bool:
 def _evaluate(ctx: _Context, cand: _Candidate) -> _Tried | None:
     seam = ctx.seam
     text = ctx.fragment[cand.end :]
-    fence = cand.lead.fence or seam.wrapper
+    # An exact continuation (prefilled, or marked on a retry) is the document's text: the
+    # model wrote it with no wrapper of its own, and never saw an earlier reply's.
+    fence = cand.lead.fence or ("" if seam.exact else seam.wrapper)
     warnings = list(cand.notes)
     end_doubts: list[str] = []
     if cand.lead.end:
@@ -573,11 +576,43 @@ def plan_seam(
         return _nothing_read(restarted, total)
     best = _best(tried)
     doubts = [*_rival_doubts(ctx, best, tried), *_echo_doubts(ctx, best, cands)]
+    doubts += _rewritten_restart(ctx, best)
     reading = best.reading
     if doubts:
         warnings, doubted = (*reading.warnings, *doubts), (*reading.doubts, *doubts)
         reading = replace(reading, warnings=warnings, doubts=doubted)
     return reading, NO_SEAM
+
+
+#: A reply whose start matches the document's start to this ratio (``difflib``: over
+#: ``RESTART_MIN`` characters at least, ``REWRITTEN_PROBE`` at most) begins it again.
+REWRITTEN_SHARE = 0.9
+REWRITTEN_PROBE = 256
+#: ... and starts with this many of its characters as they are.
+REWRITTEN_START = 8
+
+
+def _rewritten_restart(ctx: _Context, best: _Tried) -> list[str]:
+    """A reply that begins the document again with a change (a row, a word rewritten) is
+    no restart ``_restarted`` finds: read as new text, it would say the document twice
+    ("id,state\n7,ok" ... then "id,state\n7,OK" ...). Doubted where the best reading
+    keeps text from such a start (one that drops it all read it as a restart)."""
+    if ctx.seam.exact:
+        return []
+    for end in sorted({0, *(lead.end for lead in _leads(ctx))}):
+        body = ctx.fragment[end : end + REWRITTEN_PROBE]
+        size = min(len(body), len(ctx.head))
+        if size < RESTART_MIN or best.cand.end >= end + size:
+            continue
+        if body[:REWRITTEN_START] != ctx.head[:REWRITTEN_START]:
+            continue  # a restart starts as the document does (and that keeps this cheap)
+        similar = SequenceMatcher(None, body[:size], ctx.head[:size], autojunk=False)
+        if similar.ratio() >= REWRITTEN_SHARE:
+            return [
+                f"{AMBIGUOUS}seam: the reply begins like the document's start, changed: a "
+                "restart rewritten, or new text"
+            ]
+    return []
 
 
 def _gather(ctx: _Context) -> tuple[list[_Candidate], tuple[Lead, int] | None]:

@@ -19,7 +19,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from core.prompts import RETRY_NOTE
+from core.prompts import CONTINUE_MARK, RETRY_NOTE, asks_mark
 from sim import seam_chaos
 from sim.conversation import (
     ChatRequest,
@@ -254,9 +254,12 @@ def _continue(
         if seamed is not None:
             return marker + seamed[0], seamed[1]
         repeated = min(opts.overlap, end)
+    mark = heeded and opts.heed_mark and asks_mark(request.last_user)
     body, finish = _body(
         request, text, limit, chaos, start=end - repeated, repeated=repeated, first=False
     )
+    if mark and len(body) >= repeated:  # where the copy ends, as the note asks
+        body = body[:repeated] + CONTINUE_MARK + body[repeated:]
     return marker + body, finish
 
 

@@ -112,6 +112,8 @@ class SimOptions(BaseModel):
     #: after the cut, nothing wrapped. Chaos that fails a call (malformed, empty, errors)
     #: still applies.
     heed_retry: bool = True
+    #: A heeded retry writes the ``<<<CONTINUE>>>`` mark after the quoted end, when asked.
+    heed_mark: bool = True
     fence: Chance = 0.0
     prose: Chance = 0.0
     reindent: Chance = 0.0

@@ -36,7 +36,14 @@ from core import (
 from core.formats import SCAN_MODELS
 from core.models import ContinuationConfig, FinishReason, OutputFormat
 from core.progress import MARKER_TEMPLATE
-from core.prompts import REPEAT_CLOSE, REPEAT_OPEN, opening_messages
+from core.prompts import (
+    CONTINUE_MARK,
+    REPEAT_CLOSE,
+    REPEAT_OPEN,
+    asks_mark,
+    opening_messages,
+    retry_messages,
+)
 from core.state import MAX_ITERATION_RECORDS, TAIL_CHARS
 from workers.local import Output, run_calls
 
@@ -1066,3 +1073,93 @@ def test_a_prefilled_reply_joins_at_the_prefill_in_a_periodic_document() -> None
     assert isinstance(d2, Finish)
     assert d1.append + d2.append == doc
     assert not any("ambiguous" in w for w in state.metadata.warnings)
+
+
+# -- the continue mark of a retry (``CONTINUE_MARK``) -----------------------------------
+
+#: Identical rows, then more: no end of the cut text short enough to repeat is unique.
+PERIODIC_CSV = "id,state\n" + "7,ok\n" * 60 + "8,failed\n"
+
+
+def _doubted_periodic(fmt: str = "csv") -> tuple[JobState, str, int]:
+    """A periodic CSV cut mid-run, and the retry a doubted repeat asks for: the state,
+    the end the note quotes, where the cut is."""
+    cut = 9 + 5 * 30 + 2  # inside the 31st "7,ok"
+    spec = job(fmt).model_copy(update={"max_output_tokens": 40})  # quotes up to 80 characters
+    state, d1 = advance(start(spec), reply(PERIODIC_CSV[:cut]))
+    assert isinstance(d1, Continue)
+    state, d2 = advance(state, reply(PERIODIC_CSV[cut - 10 : cut + 40]))
+    assert isinstance(d2, Retry) and "ambiguous" in d2.reason, d2
+    quote = list(_REPEAT.finditer(last_prompt(d2)))[-1].group(1)  # the note's, the last
+    return state, quote, cut
+
+
+def test_a_retry_asks_for_the_mark_after_the_quoted_end() -> None:
+    state, quote, cut = _doubted_periodic()
+    assert PERIODIC_CSV[:cut].endswith(quote) and len(quote) == 80
+    assert f"then write {CONTINUE_MARK}" in state.messages[-1].content
+
+
+def test_a_marked_reply_joins_where_the_mark_is_in_periodic_rows() -> None:
+    """Rows all alike: the quote recurs all through the text, so only the mark says where
+    the copy ends; the reply then joins there exactly, with no doubt."""
+    state, quote, cut = _doubted_periodic()
+    rest = PERIODIC_CSV[cut:]
+    state, d = advance(state, reply(quote + CONTINUE_MARK + rest, "stop"))
+    assert isinstance(d, Finish), d
+    assert state.length == len(PERIODIC_CSV)
+    assert state.metadata.ambiguous_seams == 0
+
+
+@pytest.mark.parametrize("lost", [5, 10])
+def test_a_model_that_loses_count_copying_still_joins_at_its_mark(lost: int) -> None:
+    """A copy of a periodic end that drops a row or two is still an end of the text: the
+    mark after it says where the new text starts."""
+    state, quote, cut = _doubted_periodic()
+    state, d = advance(state, reply(quote[lost:] + CONTINUE_MARK + PERIODIC_CSV[cut:], "stop"))
+    assert isinstance(d, Finish) and state.length == len(PERIODIC_CSV)
+    assert state.metadata.ambiguous_seams == 0
+
+
+def test_a_mark_after_a_copy_that_is_not_the_end_is_dropped_and_the_reply_read_as_usual() -> None:
+    """A copy bent out of shape (a row changed) proves nothing: the reply, mark removed,
+    is read as any other, and here it stays in doubt."""
+    state, quote, cut = _doubted_periodic()
+    bent = quote.replace("7,ok", "7,OK", 1)
+    state, d = advance(state, reply(bent + CONTINUE_MARK + PERIODIC_CSV[cut:], "stop"))
+    assert isinstance(d, Finish) and state.metadata.ambiguous_seams == 1
+    assert CONTINUE_MARK not in state.tail
+
+
+def test_a_mark_on_a_line_of_its_own_is_doubted() -> None:
+    """The copy ends in a line break the text does not have there: the model set the mark
+    on its own line. The line break after it is taken for the model's too, with a doubt
+    (either may be the document's)."""
+    state, quote, cut = _doubted_periodic()
+    marked = quote + "\n" + CONTINUE_MARK + "\n" + PERIODIC_CSV[cut:]
+    state, d = advance(state, reply(marked, "stop"))
+    assert isinstance(d, Finish) and state.length == len(PERIODIC_CSV)
+    assert state.metadata.ambiguous_seams == 1
+    assert any("on a line of its own" in w for w in state.metadata.warnings)
+
+
+def test_a_reply_that_ends_at_the_mark_appends_nothing() -> None:
+    state, quote, cut = _doubted_periodic()
+    after, d = advance(state, reply(quote + CONTINUE_MARK))
+    assert isinstance(d, Continue) and d.append == "" and after.length == cut
+
+
+def test_the_mark_means_nothing_unless_a_retry_asked_for_it() -> None:
+    """In an ordinary continuation the mark is text like any other (a document about this
+    protocol may hold it)."""
+    doc = "Notes on the retry protocol.\n"
+    state, _ = advance(start(job("text")), reply(doc))
+    state, _ = advance(state, reply(doc + f"A reply may hold {CONTINUE_MARK} once.\n", "stop"))
+    assert CONTINUE_MARK in state.tail
+
+
+def test_a_text_that_holds_the_mark_is_not_asked_for_it() -> None:
+    tail = f"a line with {CONTINUE_MARK} in it\n" + "ok\n" * 50
+    messages = retry_messages([Message(role="user", content="Go on.")], "ambiguous", tail)
+    assert not asks_mark(messages[-1].content)
+    assert asks_mark(retry_messages(messages, "ambiguous", "ok\n" * 50)[-1].content)

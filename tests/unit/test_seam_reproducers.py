@@ -687,6 +687,57 @@ CASES += [
 ]
 
 
+#: A reply that begins the document again with a change (a row or a word rewritten) is no
+#: restart the engine can splice, and read as new text it says the document twice: each is
+#: doubted (found by a test of the retry mark: a CSV restart with one row bent came back
+#: 468 characters for 318, silently). The right document is the one the model wrote last,
+#: or the first with the second's new end: no reading decides it.
+_PERIODIC = "id,state\n" + "7,ok\n" * 30
+CASES += [
+    Case(
+        "csv-restart-with-its-first-row-rewritten",
+        "csv",
+        [_PERIODIC + "7,", _PERIODIC.replace("7,ok", "7,OK", 1) + "7,ok\n8,failed\n"],
+        (_PERIODIC + "7,ok\n8,failed\n",),
+    ),
+    Case(
+        "markdown-restart-with-a-word-rewritten",
+        "markdown",
+        [
+            "# Storage rooms\n\nRoom one holds the maps and the ledgers of the harbour.\n\n- Ro",
+            "# Storage rooms\n\nRoom one holds the charts and the ledgers of the harbour.\n\n"
+            "- Room two: tools\n",
+        ],
+        (
+            "# Storage rooms\n\nRoom one holds the maps and the ledgers of the harbour.\n\n"
+            "- Room two: tools\n",
+        ),
+    ),
+    Case(
+        "text-restart-with-a-word-rewritten",
+        "text",
+        [
+            "The museum keeps its maps in the north wing, its ledgers in the south. The",
+            "The museum keeps its charts in the north wing, its ledgers in the south. The "
+            "east wing is closed.\n",
+        ],
+        (
+            "The museum keeps its maps in the north wing, its ledgers in the south. The "
+            "east wing is closed.\n",
+        ),
+    ),
+    Case(
+        "json-restart-with-a-value-rewritten-at-an-element-boundary",
+        "json",
+        [
+            "[[1998, 72, 19, 68, 70, 11, 5489, 969, 0, 19, 68, 72, 1998, 70, 11], ",
+            "[[1998, 72, 19, 68, 70, 11, 5489, 969, 0, 19, 68, 72, 1998, 71, 11], [3]]",
+        ],
+        ("[[1998, 72, 19, 68, 70, 11, 5489, 969, 0, 19, 68, 72, 1998, 70, 11], [3]]",),
+    ),
+]
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_reproducer_is_exact_or_flagged(case: Case) -> None:
     result = stitch(case.fragments, case.fmt)

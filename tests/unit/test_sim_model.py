@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from core.models import JobSpec, Message, OutputFormat
-from core.prompts import continuation_messages, retry_anchor, retry_messages
+from core.prompts import CONTINUE_MARK, continuation_messages, retry_anchor, retry_messages
 from sim.conversation import locate
 from sim.model import SimModel
 from sim.options import SimOptions
@@ -350,15 +350,15 @@ def retried(delivered: int, repeat: str, tail: str, model: str = "sim") -> Any:
 )
 def test_a_retry_note_is_heeded_exactly_after_the_cut(spec: str) -> None:
     """Told its last reply could not be used, the sim answers as a careful model does: the
-    progress line, the quoted end again, then the text after the cut; no wrapper, no
-    other repeat, no restart."""
+    progress line, the quoted end again, the mark, then the text after the cut; no
+    wrapper, no other repeat, no restart."""
     sim = chaos(spec)
     target = sim.target_for(PROMPT)
     anchor = retry_anchor(target[:1000], 2000)
     body = sim.respond(retried(1000, target[950:1000], target[:1000])).body
     _, payload = split(content(body))
     start = 1000 - len(anchor)
-    assert payload == target[start : start + 400]
+    assert payload == target[start:1000] + CONTINUE_MARK + target[1000 : start + 400]
 
 
 def test_heed_retry_false_keeps_the_chaos_on_a_retry() -> None:
