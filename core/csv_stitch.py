@@ -281,6 +281,7 @@ def _seam(scan: CsvScan, tail: str, *, exact: bool = False) -> Seam:
         token_cut=_field_cut,
         rejoins=_value_rejoins,
         exact=exact,
+        blank_lines=False,
     )
 
 

@@ -127,6 +127,10 @@ _MARK_LINE = (
 )
 
 
+#: The doubt of a retried reply that wrote ``CONTINUE_MARK`` more than once.
+_MARK_AGAIN = f"{AMBIGUOUS}seam: the reply wrote {CONTINUE_MARK} more than once; dropped the others"
+
+
 def _after_mark(tail: str, text: str) -> tuple[str | None, str, str]:
     """A retried reply that was asked for ``CONTINUE_MARK``: the text after the mark when
     an exact copy of the end of ``tail`` comes before it (the reply continues exactly
@@ -136,7 +140,8 @@ def _after_mark(tail: str, text: str) -> tuple[str | None, str, str]:
     zeros), no repeat however long tells how much of the reply is new, and a model that
     loses count copying a periodic end still marks where its copy ends. The copy must be
     verbatim and hold ``CONFIRM`` visible characters (or all the tail has); otherwise the
-    reply is read as usual, its first mark removed. A copy that ends in a line break the
+    reply is read as usual, its first mark removed; marks after the first are dropped, with
+    a doubt (the text holds none). A copy that ends in a line break the
     tail does not have there set the mark on a line of its own: one line break after the
     mark is taken for the model's too, and the seam is doubted (either may be the
     document's, which the note asked to write after the mark).
@@ -146,6 +151,8 @@ def _after_mark(tail: str, text: str) -> tuple[str | None, str, str]:
         return None, text, ""
     enough = min(CONFIRM, visible(tail))
     if tail.endswith(before) and visible(before) >= enough:
+        if CONTINUE_MARK in after:  # the text holds no mark (else none was asked for)
+            return after.replace(CONTINUE_MARK, ""), text, _MARK_AGAIN
         return after, text, ""
     line = before[:-2] if before.endswith("\r\n") else before[:-1]
     if before[-1:] == "\n" and tail.endswith(line) and visible(line) >= enough:

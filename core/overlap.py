@@ -200,6 +200,8 @@ def _compact_overlaps(tail: str, body: str, in_string: bool) -> Iterator[tuple[i
 
     White space that ends the tail is matched exactly when the cut is inside a string (it
     is content there); otherwise the fragment's white space after the repeat is skipped.
+    Where the cut is inside a string, spaces that start the fragment must stand for white
+    space before the repeated text in the tail.
     """
     window = tail[-2 * NORMALIZED_WINDOW :]
     tail_pieces = [(m.start(), m.group()) for m in _NON_WS.finditer(window)]
@@ -209,6 +211,7 @@ def _compact_overlaps(tail: str, body: str, in_string: bool) -> Iterator[tuple[i
     cbody = "".join(piece for _, piece in pieces)
     if ctail == window and cbody == body[:NORMALIZED_WINDOW]:
         return  # no white space on either side: every repeat is an exact one
+    spaced = in_string and body[:1] in (" ", "\t")
     for k in exact_overlaps(ctail, cbody):
         end = _compact_end(pieces, k)
         if not in_string:
@@ -218,6 +221,12 @@ def _compact_overlaps(tail: str, body: str, in_string: bool) -> Iterator[tuple[i
         else:
             continue
         size = len(window) - (_compact_end(tail_pieces, len(ctail) - k + 1) - 1)
+        if spaced and not tail[: len(tail) - size][-1:].isspace():
+            # Cut inside a string, the fragment starts with spaces that nothing in the tail
+            # stands for: the string's text, not white space a repeat bent ("hello" + " ",
+            # "hello"]" is "hello ", then "hello"; a repeat that starts inside an
+            # indentation has the tail's indentation before it).
+            continue
         yield end, k, size
 
 

@@ -148,6 +148,8 @@ class Seam:
     #: Whether a body begins the document again, given the document's head (default: it
     #: starts with ``restart_min`` characters of the head, as they are).
     restarts: Callable[[str, str], bool] | None = None
+    #: Whether the text may hold a blank line (CSV: no, a row has fields).
+    blank_lines: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -842,9 +844,12 @@ def read_seam(
     text = _line_endings(head, tail, text, warnings)
     reading, error = plan_seam(tail, total, head, text, seam)
     if reading is not None and tail.endswith("\r") and reading.append[:1] not in ("\n", ""):
-        # Cut between CR and LF: the model began the next line afresh; end the break.
+        # Cut between CR and LF: the model began the next line afresh, or (where no blank
+        # line may follow, CSV) sent the whole CRLF again: end the break. Where a blank
+        # line may, a CRLF after a repeat that took the LF is the blank line's.
         warnings.append("completed the line break cut between CR and LF")
-        reading = replace(reading, append="\n" + reading.append)
+        again = reading.append.startswith("\r\n") and not seam.blank_lines
+        reading = replace(reading, append="\n" + reading.append[2 if again else 0 :])
     return reading, warnings, error
 
 

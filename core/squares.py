@@ -121,7 +121,35 @@ def _block_again(tail: str, square: str, rest: str) -> bool:
     known = set(window[:-1] if len(tail) <= PERIODIC_WINDOW else window[1:-1])
     if (len(parts) - 1) * math.log2(max(2, len(known))) > SURPRISE_BITS:
         return False
-    return all(line.rstrip("\r") in known for line in ends if line.strip())
+    cells = _table_cells(window if len(tail) <= PERIODIC_WINDOW else window[1:])
+    return all(
+        line.rstrip("\r") in known or _known_row(line, cells) for line in ends if line.strip()
+    )
+
+
+def _table_cells(lines: list[str]) -> set[str]:
+    """The cells of the table rows among ``lines``, the open cut row's included."""
+    return {cell for line in lines for cell in _row_cells(line, whole=False) or ()}
+
+
+def _row_cells(line: str, *, whole: bool = True) -> list[str] | None:
+    """A Markdown table row's cells, or None for a line that is no table row (``whole``
+    False: a row may still be open, its last cell cut)."""
+    body = line.strip()
+    if len(body) < 2 or body[0] != "|" or (whole and body[-1] != "|"):
+        return None
+    inner = body[1:-1] if body[-1] == "|" else body[1:]
+    return [cell.strip() for cell in inner.split("|")]
+
+
+def _known_row(line: str, cells: set[str]) -> bool:
+    """Whether ``line`` is a table row made of cells the table uses, in an order a table
+    of that vocabulary writes by chance (``SURPRISE_BITS``): "| Rome | 2 |" after "| Lima
+    | 2 |" and a cut "| Rome ", a row again or a new one."""
+    row = _row_cells(line)
+    if not row or not all(cell in cells for cell in row):
+        return False
+    return len(row) * math.log2(max(2, len(cells))) <= SURPRISE_BITS
 
 
 def breaks_line(append: str, text: str) -> bool:

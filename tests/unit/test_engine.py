@@ -1163,3 +1163,14 @@ def test_a_text_that_holds_the_mark_is_not_asked_for_it() -> None:
     messages = retry_messages([Message(role="user", content="Go on.")], "ambiguous", tail)
     assert not asks_mark(messages[-1].content)
     assert asks_mark(retry_messages(messages, "ambiguous", "ok\n" * 50)[-1].content)
+
+
+def test_a_second_mark_is_dropped_and_doubted() -> None:
+    state, quote, cut = _doubted_periodic()
+    rest = PERIODIC_CSV[cut:]
+    state, d = advance(
+        state, reply(quote + CONTINUE_MARK + rest[:20] + CONTINUE_MARK + rest[20:], "stop")
+    )
+    assert isinstance(d, Finish) and state.length == len(PERIODIC_CSV)
+    assert state.metadata.ambiguous_seams == 1
+    assert CONTINUE_MARK not in state.tail

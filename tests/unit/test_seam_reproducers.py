@@ -694,6 +694,39 @@ CASES += [
 #: or the first with the second's new end: no reading decides it.
 _PERIODIC = "id,state\n" + "7,ok\n" * 30
 CASES += [
+    # Cut inside a string, the reply starts with a space: the string's text. Read as a
+    # repeat bent in white space (the space dropped before '", "hello'), it lost the space
+    # and the second "hello" (found by a random-seed hunt; fixed in the sixth session).
+    Case(
+        "json-space-inside-a-string-then-a-value-equal-to-the-tail",
+        "json",
+        ['["a", "hello', ' ", "hello"]'],
+        ('["a", "hello ", "hello"]',),
+    ),
+    # Cut between CR and LF, the reply sends the cut row's end, a CRLF and a blank line:
+    # the CRLF's CR made a line of its own ("\r\r\n" read as a blank line); the whole CRLF
+    # sent again now ends the cut break (fixed in the sixth session).
+    Case(
+        "csv-crlf-cut-then-a-blank-line-added",
+        "csv",
+        ["year,event\r\n2001,Note: the following rows are estimates\r", "es\r\n\r\n1998,x\r\n"],
+        ("year,event\r\n2001,Note: the following rows are estimates\r\n1998,x\r\n",),
+    ),
+    # A table of few cells: the cut row, then an exact reply whose row ends like the row
+    # before ("| Rome " + "| 2 |"). Read as a repeat, the "Rome 2" row was lost; a row of
+    # cells the table uses is a row it may write (fixed in the sixth session: doubted).
+    Case(
+        "markdown-table-short-row-end-read-as-a-repeat",
+        "markdown",
+        [
+            "# T\n\n| City | N |\n|---|---|\n| Oslo | 19 |\n| Lima | 2 |\n| Rome ",
+            "| 2 |\n| Rome | 19 |\n",
+        ],
+        (
+            "# T\n\n| City | N |\n|---|---|\n| Oslo | 19 |\n| Lima | 2 |\n| Rome | 2 |\n"
+            "| Rome | 19 |\n",
+        ),
+    ),
     Case(
         "csv-restart-with-its-first-row-rewritten",
         "csv",
@@ -1511,30 +1544,6 @@ def test_a_blank_line_after_the_wrapper_is_doubted_where_the_document_may_wrap(
 #: must fail (``strict``): the fix that makes one exact or flagged turns it into a pass,
 #: which fails this test until the case moves to ``CASES``.
 KNOWN_SILENT = [
-    Case(
-        "json-space-inside-a-string-then-a-value-equal-to-the-tail",
-        "json",
-        ['["a", "hello', ' ", "hello"]'],
-        ('["a", "hello ", "hello"]',),
-    ),
-    Case(
-        "markdown-table-short-row-end-read-as-a-repeat",
-        "markdown",
-        [
-            "# T\n\n| City | N |\n|---|---|\n| Oslo | 19 |\n| Lima | 2 |\n| Rome ",
-            "| 2 |\n| Rome | 19 |\n",
-        ],
-        (
-            "# T\n\n| City | N |\n|---|---|\n| Oslo | 19 |\n| Lima | 2 |\n| Rome | 2 |\n"
-            "| Rome | 19 |\n",
-        ),
-    ),
-    Case(
-        "csv-crlf-cut-then-a-blank-line-added",
-        "csv",
-        ["year,event\r\n2001,Note: the following rows are estimates\r", "es\r\n\r\n1998,x\r\n"],
-        ("year,event\r\n2001,Note: the following rows are estimates\r\n1998,x\r\n",),
-    ),
     Case(
         "json-slipped-comma-then-a-repeat-from-inside-a-number",
         "json",
