@@ -105,13 +105,21 @@ def _merge(s: JobState, text: str, prefilled: int) -> tuple[Stitcher, Merge]:
         return start_stitcher(s.format, text)
     stitcher = resume_stitcher(s.scan)
     generated = _after_prefill(s.tail, text, prefilled)
-    if generated is not None:  # continued exactly: no repeat or wrapper to find
-        return stitcher.merge(s.tail, generated, s.head, exact=True)
-    if not (s.messages and asks_mark(s.messages[-1].content)):
+    asked = bool(s.messages) and asks_mark(s.messages[-1].content)
+    if generated is not None and not (asked and CONTINUE_MARK in generated):
+        return stitcher.merge(s.tail, generated, s.head, exact=True)  # continued exactly
+    if not asked:
         return stitcher.merge(s.tail, text, s.head)
-    marked, text, doubt = _after_mark(s.tail, text)
-    if marked is None:
+    marked, text, doubt = _after_mark(s.tail, text if generated is None else generated)
+    if marked is None and generated is None:
         return stitcher.merge(s.tail, text, s.head)
+    if generated is not None and not generated.startswith(CONTINUE_MARK):
+        # A prefilled reply that wrote the mark the retry note asked for after some text:
+        # a copy of the end (as the note asks), or text going on from the prefill. Read as
+        # a copy where it is one, and doubted either way.
+        marked, doubt = text if marked is None else marked, _MARK_PREFILLED
+    elif marked is None:
+        marked = text  # the mark at once: a prefilled reply has nothing to copy
     merge = Merge(ok=True)  # the copy, the mark, then the output limit
     if marked:
         stitcher, merge = stitcher.merge(s.tail, marked, s.head, exact=True)
@@ -124,6 +132,13 @@ def _merge(s: JobState, text: str, prefilled: int) -> tuple[Stitcher, Merge]:
 _MARK_LINE = (
     f"{AMBIGUOUS}seam: {CONTINUE_MARK} on a line of its own; a line break around it may be "
     "the document's"
+)
+
+
+#: The doubt of a prefilled reply that wrote ``CONTINUE_MARK`` after some text.
+_MARK_PREFILLED = (
+    f"{AMBIGUOUS}seam: the prefilled reply wrote {CONTINUE_MARK} after text of its own or a "
+    "copy of the end"
 )
 
 

@@ -587,11 +587,16 @@ def plan_seam(
 
 
 #: A reply whose start matches the document's start to this ratio (``difflib``: over
-#: ``RESTART_MIN`` characters at least, ``REWRITTEN_PROBE`` at most) begins it again.
+#: ``RESTART_MIN`` characters at least, ``REWRITTEN_PROBE`` at most; a shorter document
+#: whole, with one change allowed) begins it again.
 REWRITTEN_SHARE = 0.9
 REWRITTEN_PROBE = 256
-#: ... and starts with this many of its characters as they are.
-REWRITTEN_START = 8
+#: ... and has three in four of its first this many characters in place.
+REWRITTEN_START = 16
+#: A document shorter than this is too little to tell a restart by.
+REWRITTEN_MIN = 8
+#: A rewritten restart is placed by this many characters of the tail's end, found once.
+REWRITTEN_ANCHOR = 32
 
 
 def _rewritten_restart(ctx: _Context, best: _Tried) -> list[str]:
@@ -603,18 +608,30 @@ def _rewritten_restart(ctx: _Context, best: _Tried) -> list[str]:
         return []
     for end in sorted({0, *(lead.end for lead in _leads(ctx))}):
         body = ctx.fragment[end : end + REWRITTEN_PROBE]
-        size = min(len(body), len(ctx.head))
-        if size < RESTART_MIN or best.cand.end >= end + size:
-            continue
-        if body[:REWRITTEN_START] != ctx.head[:REWRITTEN_START]:
-            continue  # a restart starts as the document does (and that keeps this cheap)
-        similar = SequenceMatcher(None, body[:size], ctx.head[:size], autojunk=False)
-        if similar.ratio() >= REWRITTEN_SHARE:
+        if best.cand.end < end + min(len(body), len(ctx.head)) and _starts_like_head(ctx, body):
             return [
                 f"{AMBIGUOUS}seam: the reply begins like the document's start, changed: a "
                 "restart rewritten, or new text"
             ]
     return []
+
+
+def _starts_like_head(ctx: _Context, body: str) -> bool:
+    """Whether ``body`` starts as the document does, but for a few changes (see
+    ``REWRITTEN_SHARE``)."""
+    size = min(len(body), len(ctx.head), REWRITTEN_PROBE)
+    if size < min(RESTART_MIN, max(REWRITTEN_MIN, ctx.total)):
+        return False
+    start = min(REWRITTEN_START, size)
+    if sum(a == b for a, b in zip(body[:start], ctx.head, strict=False)) < 0.75 * start:
+        return False  # a restart starts much as the document does (and that keeps this cheap)
+    share = min(REWRITTEN_SHARE, 1 - 1 / size)  # one change at least, in a short head
+    # Letters changed in place, counted as they stand (``difflib`` aligns periodic text
+    # badly: one changed "x" in '{"x": 0}, ' ... rated 0.81); or text put in or left out.
+    if sum(a == b for a, b in zip(body[:size], ctx.head, strict=False)) >= share * size:
+        return True
+    similar = SequenceMatcher(None, body[:size], ctx.head[:size], autojunk=False)
+    return similar.quick_ratio() >= share and similar.ratio() >= share
 
 
 def _gather(ctx: _Context) -> tuple[list[_Candidate], tuple[Lead, int] | None]:
@@ -628,7 +645,7 @@ def _gather(ctx: _Context) -> tuple[list[_Candidate], tuple[Lead, int] | None]:
         body = ctx.fragment[lead.end :]
         cands += _header_candidates(ctx, lead, body)
         found = _candidates(ctx, lead, lead.end, ())
-        if _restarted(ctx, lead, body):
+        if _restarted(ctx, lead, body) or _rewritten_past_tail(ctx, body) >= 0:
             # A restart is new text only past the cut; what keeps the restart (or the
             # wrapper before it) as content repeats the document.
             restarted = restarted or (lead, len(body))
@@ -636,6 +653,23 @@ def _gather(ctx: _Context) -> tuple[list[_Candidate], tuple[Lead, int] | None]:
             cands = [c for c in cands if c.confirmed]
         cands += found
     return cands, restarted
+
+
+def _rewritten_past_tail(ctx: _Context, body: str) -> int:
+    """Where in ``body`` the cut is, for a restart with a change (``_starts_like_head``)
+    that holds the tail's last ``REWRITTEN_ANCHOR`` characters once, as delivered, about
+    as far in as the text is long; -1 for any other body. What comes before the cut was
+    said already: its change is the restart's, and the delivered text stands."""
+    anchor = ctx.tail[-REWRITTEN_ANCHOR:]
+    if len(anchor) < REWRITTEN_ANCHOR:
+        return -1
+    at = body.find(anchor)
+    if at < 0 or body.find(anchor, at + 1) >= 0:
+        return -1  # no anchor, or two places the cut could be
+    cut = at + len(anchor)
+    if abs(cut - ctx.total) > max(REWRITTEN_MIN, ctx.total // 10):
+        return -1  # a restart says about as much as was delivered before the cut
+    return cut if _starts_like_head(ctx, body) else -1
 
 
 def _leads(ctx: _Context) -> list[Lead]:
@@ -662,7 +696,8 @@ def _past_restart(
     ctx: _Context, lead: Lead, body: str, found: list[_Candidate]
 ) -> list[_Candidate]:
     """The candidates after a lead whose body restarts the document: those that drop all
-    of the document's head, and where the whole tail is in the body, the text after it."""
+    of the document's head, and where the whole tail is in the body (or the cut is in a
+    restart that changed the text: ``_rewritten_past_tail``), the text after it."""
     whole = visible(ctx.head)
     kept = [c for c in found if c.confirmed and c.info >= whole]
     at = body.find(ctx.tail) if len(ctx.tail) >= ctx.seam.restart_min else -1
@@ -670,6 +705,16 @@ def _past_restart(
         end = lead.end + at + len(ctx.tail)
         said = ("fragment restarted the document; kept only what follows the cut",)
         kept.append(_Candidate(lead, lead.end, end, visible(ctx.tail), True, True, said))
+        return kept
+    cut = _rewritten_past_tail(ctx, body)
+    if cut >= 0:
+        said = (
+            "fragment restarted the document with changes before the cut; kept the "
+            "delivered text and what follows the cut",
+        )
+        kept.append(
+            _Candidate(lead, lead.end, lead.end + cut, visible(body[:cut]), False, True, said)
+        )
     return kept
 
 

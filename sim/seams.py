@@ -172,10 +172,29 @@ def _repeat(
 
 
 def _restart(doc: str, cut: int, end: int, *, fmt: str, rng: random.Random) -> Reply:
-    """A reply that starts the document again (wrapped in prose half the time)."""
+    """A reply that starts the document again (wrapped in prose half the time); one in
+    four rewrites a letter or digit of what it says again, as a model regenerating does
+    (of 8 characters delivered at least: "No" then "Nstes from ..." is no restart a reader
+    can tell from new text)."""
+    content, variant = doc[:end], "restart"
+    if rng.random() < 0.25 and cut >= 8:
+        content, variant = rewrite_one(doc[:cut], 400, rng) + doc[cut:end], "restart, rewritten"
     if rng.random() < 0.5:
-        return _wrap(doc[:end], doc, end, fmt=fmt, rng=rng, overlap=cut, variant="restart")
-    return Reply(doc[:end], end, overlap=cut, variant="restart")
+        return _wrap(content, doc, end, fmt=fmt, rng=rng, overlap=cut, variant=variant)
+    return Reply(content, end, overlap=cut, variant=variant)
+
+
+def rewrite_one(text: str, upto: int, rng: random.Random) -> str:
+    """``text`` with one ASCII letter or digit among its first ``upto`` characters changed
+    to another of its kind."""
+    places = [i for i in range(min(upto, len(text))) if text[i].isascii() and text[i].isalnum()]
+    if not places:
+        return text
+    at = rng.choice(places)
+    kind = "0123456789" if text[at].isdigit() else "abcdefghijklmnopqrstuvwxyz"
+    new = rng.choice([c for c in kind if c != text[at].lower()])
+    new = new.upper() if text[at].isupper() else new
+    return text[:at] + new + text[at + 1 :]
 
 
 def continue_reply(

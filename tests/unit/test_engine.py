@@ -1174,3 +1174,28 @@ def test_a_second_mark_is_dropped_and_doubted() -> None:
     assert isinstance(d, Finish) and state.length == len(PERIODIC_CSV)
     assert state.metadata.ambiguous_seams == 1
     assert CONTINUE_MARK not in state.tail
+
+
+@pytest.mark.parametrize(
+    ("written", "doubted"),
+    [
+        ("{mark}{rest}", False),  # the mark at once: nothing left to copy after a prefill
+        ("{copy}{mark}{rest}", True),  # the note followed to the letter, or text again
+        ("X{mark}{rest}", True),  # text of its own, then the mark
+    ],
+)
+def test_a_prefilled_reply_to_a_marked_retry_never_keeps_the_mark(
+    written: str, doubted: bool
+) -> None:
+    """A prefill goes with the retry note when the profile prefills: the reply continues
+    the prefill, and may write the mark the note asks for. The mark is never text; after
+    text of the reply's own, where the join is is doubted."""
+    state, quote, cut = _doubted_periodic()
+    prefill = state.overlap.rstrip()
+    rest = PERIODIC_CSV[len(state.overlap.rstrip()) - len(prefill) + cut :]
+    body = written.format(mark=CONTINUE_MARK, rest=rest, copy=quote[-12:], rest_after=rest[10:])
+    state, d = advance(state, reply(prefill + body, "stop", prefilled=len(prefill)))
+    assert isinstance(d, Finish), d
+    assert CONTINUE_MARK not in state.tail
+    assert state.length == len(PERIODIC_CSV) + (written.startswith("X"))
+    assert (state.metadata.ambiguous_seams == 1) is doubted

@@ -80,7 +80,8 @@ def test_the_true_reading_is_one_a_reader_would_weigh(fmt: str, behaviour: Behav
         if behaviour == "blank":
             assert reply.adds == "" and not reply.text.strip()
             continue
-        assert reply.overlap in overlaps(doc[:cut], reply.content, fmt)
+        if "rewritten" not in reply.variant:  # a rewritten restart repeats nothing verbatim
+            assert reply.overlap in overlaps(doc[:cut], reply.content, fmt)
         truth = doc[:cut] + reply.adds
         assert valid(truth, fmt) or behaviour == "syntax_slip"
         label_seam(fmt, doc[:cut], reply, "", 0)
