@@ -17,6 +17,7 @@ The caller appends ``decision.append`` to the accumulated output and stores the 
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from core.formats import Stitcher, detect, resume_stitcher, start_stitcher
@@ -30,6 +31,7 @@ from core.prompts import (
     continuation_messages,
     opening_messages,
     overlap_context,
+    retry_anchor,
     retry_messages,
 )
 from core.repair import advance_repair
@@ -105,77 +107,96 @@ def _merge(s: JobState, text: str, prefilled: int) -> tuple[Stitcher, Merge]:
         return start_stitcher(s.format, text)
     stitcher = resume_stitcher(s.scan)
     generated = _after_prefill(s.tail, text, prefilled)
-    asked = bool(s.messages) and asks_mark(s.messages[-1].content)
+    quote = retry_anchor(s.tail, _quote_most(s)) if s.tail else ""
+    asked = bool(s.messages and quote) and asks_mark(s.messages[-1].content, quote)
     if generated is not None and not (asked and CONTINUE_MARK in generated):
         return stitcher.merge(s.tail, generated, s.head, exact=True)  # continued exactly
-    if not asked:
+    if not asked or CONTINUE_MARK not in text:
         return stitcher.merge(s.tail, text, s.head)
-    marked, text, doubt = _after_mark(s.tail, text if generated is None else generated)
-    if marked is None and generated is None:
-        return stitcher.merge(s.tail, text, s.head)
-    if generated is not None and not generated.startswith(CONTINUE_MARK):
-        # A prefilled reply that wrote the mark the retry note asked for after some text:
-        # a copy of the end (as the note asks), or text going on from the prefill. Read as
-        # a copy where it is one, and doubted either way.
-        marked, doubt = text if marked is None else marked, _MARK_PREFILLED
-    elif marked is None:
-        marked = text  # the mark at once: a prefilled reply has nothing to copy
-    merge = Merge(ok=True)  # the copy, the mark, then the output limit
-    if marked:
+    json = s.format is OutputFormat.JSON
+    if generated is None:
+        marked, rest, doubts = _after_mark(s.tail, text, compact=json)
+    elif generated.startswith(CONTINUE_MARK):  # at once: after a prefill, nothing to copy
+        marked, rest, doubts = _after_mark(s.tail, generated, compact=json)
+        marked, doubts = rest, doubts[1:]  # the mark dropped, no doubt for the missing copy
+    else:
+        # A prefilled reply that wrote the mark after some text: a copy of the end (as the
+        # note asks), or text going on from the prefill. A copy where it is one; doubted.
+        marked, rest, doubts = _after_mark(s.tail, generated, compact=json)
+        marked, doubts = rest if marked is None else marked, (_MARK_PREFILLED,)
+    if marked is None:
+        stitcher, merge = stitcher.merge(s.tail, rest, s.head)
+    elif not marked:  # the copy, the mark, then the output limit
+        merge = Merge(ok=True)
+    else:
         stitcher, merge = stitcher.merge(s.tail, marked, s.head, exact=True)
-    if merge.ok and doubt:
-        merge = replace(merge, warnings=(*merge.warnings, doubt), doubts=(*merge.doubts, doubt))
+    if merge.ok and doubts:
+        merge = replace(merge, warnings=(*merge.warnings, *doubts), doubts=(*merge.doubts, *doubts))
     return stitcher, merge
 
 
-#: The doubt of a retried reply that set ``CONTINUE_MARK`` on a line of its own.
-_MARK_LINE = (
-    f"{AMBIGUOUS}seam: {CONTINUE_MARK} on a line of its own; a line break around it may be "
-    "the document's"
-)
+def _doubt(text: str) -> str:
+    return f"{AMBIGUOUS}seam: {text}"
 
 
-#: The doubt of a prefilled reply that wrote ``CONTINUE_MARK`` after some text.
-_MARK_PREFILLED = (
-    f"{AMBIGUOUS}seam: the prefilled reply wrote {CONTINUE_MARK} after text of its own or a "
-    "copy of the end"
-)
+#: The doubts of a reply to a retry that asked for ``CONTINUE_MARK`` (``_after_mark``).
+_MARK_ASTRAY = _doubt(f"the reply wrote {CONTINUE_MARK} after text that is no copy of the end")
+_MARK_LINE = _doubt(f"{CONTINUE_MARK} on a line of its own: a line break by it may be the text's")
+_MARK_SPACE = _doubt(f"a space after {CONTINUE_MARK} doubles the space before the cut")
+#: Two spaces between words: the second, right after the mark, may be the model's.
+_DOUBLE_SPACE = re.compile(r"\S  \S")
+_MARK_AGAIN = _doubt(f"the reply wrote {CONTINUE_MARK} more than once; dropped the others")
+_MARK_PREFILLED = _doubt(f"the prefilled reply wrote {CONTINUE_MARK} after some text")
 
 
-#: The doubt of a retried reply that wrote ``CONTINUE_MARK`` more than once.
-_MARK_AGAIN = f"{AMBIGUOUS}seam: the reply wrote {CONTINUE_MARK} more than once; dropped the others"
-
-
-def _after_mark(tail: str, text: str) -> tuple[str | None, str, str]:
-    """A retried reply that was asked for ``CONTINUE_MARK``: the text after the mark when
-    an exact copy of the end of ``tail`` comes before it (the reply continues exactly
-    there), else None; the reply without the mark, to be read as any other; and a doubt.
+def _after_mark(
+    tail: str, text: str, *, compact: bool = False
+) -> tuple[str | None, str, tuple[str, ...]]:
+    """A retried reply that was asked for ``CONTINUE_MARK`` and wrote it: the text after
+    the first mark when a copy of the end of ``tail`` comes before it (the reply
+    continues exactly there), else None; the reply with that mark dropped, to be read as
+    any other; and the doubts.
 
     The mark is the junction the model states: where the text is periodic (identical rows,
     zeros), no repeat however long tells how much of the reply is new, and a model that
     loses count copying a periodic end still marks where its copy ends. The copy must be
-    verbatim and hold ``CONFIRM`` visible characters (or all the tail has); otherwise the
-    reply is read as usual, its first mark removed; marks after the first are dropped, with
-    a doubt (the text holds none). A copy that ends in a line break the
-    tail does not have there set the mark on a line of its own: one line break after the
-    mark is taken for the model's too, and the seam is doubted (either may be the
-    document's, which the note asked to write after the mark).
+    verbatim (JSON: white space aside) and hold ``CONFIRM`` visible characters (or all the
+    tail has). Otherwise the
+    reply is read as usual, the mark dropped, doubted (it may be the document's own, or
+    misplaced). White space after the mark is the document's, as the note asks; doubted
+    where a space after it makes two between words, or where the mark stands on a line
+    of its own after a copy that ends in a line break the tail does not have there (one
+    line break after the mark is then taken for the model's too). Marks after the first
+    are dropped, with a doubt. A model that breaks the note's rule otherwise (a space or
+    a line break after the mark where the text has none) is not told from the text.
     """
-    before, mark, after = text.partition(CONTINUE_MARK)
-    if not mark:
-        return None, text, ""
+    before, _, after = text.partition(CONTINUE_MARK)
     enough = min(CONFIRM, visible(tail))
-    if tail.endswith(before) and visible(before) >= enough:
-        if CONTINUE_MARK in after:  # the text holds no mark (else none was asked for)
-            return after.replace(CONTINUE_MARK, ""), text, _MARK_AGAIN
-        return after, text, ""
     line = before[:-2] if before.endswith("\r\n") else before[:-1]
-    if before[-1:] == "\n" and tail.endswith(line) and visible(line) >= enough:
-        for br in ("\r\n", "\n"):
-            if after.startswith(br):
-                return after[len(br) :], text, _MARK_LINE
-        return after, text, _MARK_LINE
-    return None, before + after, ""
+    doubts: list[str] = []
+    if _copies_end(tail, before, compact=compact) and visible(before) >= enough:
+        if _DOUBLE_SPACE.match(tail[-2:] + after[:2]):
+            doubts.append(_MARK_SPACE)
+    elif before.endswith("\n") and tail.endswith(line) and visible(line) >= enough:
+        doubts.append(_MARK_LINE)
+        after = after[2:] if after.startswith("\r\n") else after[after.startswith("\n") :]
+    else:
+        return None, before + after, (_MARK_ASTRAY,)
+    if CONTINUE_MARK in after:  # the text holds no mark (else none was asked for)
+        after = after.replace(CONTINUE_MARK, "")
+        doubts.append(_MARK_AGAIN)
+    return after, before + after, tuple(doubts)
+
+
+def _copies_end(tail: str, copy: str, *, compact: bool) -> bool:
+    """Whether ``copy`` is an end of ``tail`` as it stands (``compact``, JSON: white space
+    aside, since a re-indented document is the same document)."""
+    if tail.endswith(copy):
+        return True
+    if not compact:
+        return False
+    bare = "".join(copy.split())
+    return bool(bare) and "".join(tail[-2 * len(copy) - 64 :].split()).endswith(bare)
 
 
 def _refuse(s: JobState, merge: Merge, reason: FinishReason) -> tuple[JobState, Decision] | None:

@@ -195,6 +195,10 @@ def _line_overlaps(tail: str, body: str) -> Iterator[tuple[int, int, int]]:
         yield end, visible(body[:end]), size
 
 
+#: Characters after which JSON may hold white space between tokens.
+_BETWEEN = ",:[{"
+
+
 def _compact_overlaps(tail: str, body: str, in_string: bool) -> Iterator[tuple[int, int, int]]:
     """Whitespace-blind repeats (JSON re-indented or re-minified).
 
@@ -221,11 +225,12 @@ def _compact_overlaps(tail: str, body: str, in_string: bool) -> Iterator[tuple[i
         else:
             continue
         size = len(window) - (_compact_end(tail_pieces, len(ctail) - k + 1) - 1)
-        if spaced and not tail[: len(tail) - size][-1:].isspace():
-            # Cut inside a string, the fragment starts with spaces that nothing in the tail
-            # stands for: the string's text, not white space a repeat bent ("hello" + " ",
-            # "hello"]" is "hello ", then "hello"; a repeat that starts inside an
-            # indentation has the tail's indentation before it).
+        prior = tail[: len(tail) - size][-1:]
+        if spaced and not (prior.isspace() or prior in _BETWEEN):
+            # Cut inside a string, the fragment starts with spaces that stand for nothing
+            # between tokens in the tail: the string's text, not white space a repeat bent
+            # ('"hello' + ' ", "hello"]' is "hello ", then "hello"; a repeat that starts in
+            # an indentation, or after a comma or colon, may bend the space there).
             continue
         yield end, k, size
 

@@ -210,9 +210,22 @@ def retry_anchor(tail: str, most: int) -> str:
         size = min(2 * size, most)
 
 
-def asks_mark(turn: str) -> bool:
-    """Whether a request's last turn is a retry note that asks for ``CONTINUE_MARK``."""
-    return f"then write {CONTINUE_MARK}" in turn
+#: How a retry's note asks for ``CONTINUE_MARK``: right before its REPEAT block.
+MARK_ASKED = (
+    f"then write {CONTINUE_MARK} and continue right after its end (no space or line break "
+    "after the mark unless the document has one there):\n"
+)
+
+
+def asks_mark(turn: str, quote: str | None = None) -> bool:
+    """Whether a request's last turn is a retry note that asks for ``CONTINUE_MARK``: it
+    ends with the request, then the REPEAT block (holding ``quote``, the end the note
+    quotes, when given: the engine knows it, so that text quoted from the document, which
+    might hold the note's words, cannot make it so)."""
+    if quote is not None:
+        return turn.endswith(f"{MARK_ASKED}{REPEAT_OPEN}{quote}{REPEAT_CLOSE}")
+    at = turn.rfind(REPEAT_OPEN)
+    return at >= 0 and turn.endswith(REPEAT_CLOSE) and turn[:at].endswith(MARK_ASKED)
 
 
 def retry_messages(
@@ -228,17 +241,12 @@ def retry_messages(
     where the new text starts (asked for unless the text holds the mark itself).
     """
     quote = retry_anchor(tail, most) if tail else ""
-    then = (
-        "then continue right after its end"
-        if CONTINUE_MARK in tail
-        else f"then write {CONTINUE_MARK} and continue right after its end (no space or line "
-        "break after the mark unless the document has one there)"
-    )
+    then = "then continue right after its end:\n" if CONTINUE_MARK in tail else MARK_ASKED
     note = (
         f"{RETRY_NOTE}{problem}. "
         "This time write no preamble, no code fence and no remark. After the progress line, "
         "repeat exactly the text between the REPEAT markers below (the end of what was "
-        f"delivered), {then}:\n"
+        f"delivered), {then}"
         f"{REPEAT_OPEN}{quote}{REPEAT_CLOSE}"
         if quote
         else f"{RETRY_NOTE}{problem}. Output only the document."

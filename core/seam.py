@@ -285,9 +285,7 @@ def _restarted(ctx: _Context, lead: Lead, body: str) -> bool:
 def _evaluate(ctx: _Context, cand: _Candidate) -> _Tried | None:
     seam = ctx.seam
     text = ctx.fragment[cand.end :]
-    # An exact continuation (prefilled, or marked on a retry) is the document's text: the
-    # model wrote it with no wrapper of its own, and never saw an earlier reply's.
-    fence = cand.lead.fence or ("" if seam.exact else seam.wrapper)
+    fence = cand.lead.fence or seam.wrapper
     warnings = list(cand.notes)
     end_doubts: list[str] = []
     if cand.lead.end:
@@ -313,7 +311,8 @@ def _evaluate(ctx: _Context, cand: _Candidate) -> _Tried | None:
     if accepted is None:
         return None
     append, note = accepted
-    doubts = (*((note,) if note.startswith(AMBIGUOUS) else ()), *end_doubts)
+    noted = tuple(n for n in cand.notes if n.startswith(AMBIGUOUS))
+    doubts = (*noted, *((note,) if note.startswith(AMBIGUOUS) else ()), *end_doubts)
     if note:
         warnings.append(note)
     warnings += end_doubts
@@ -658,8 +657,9 @@ def _gather(ctx: _Context) -> tuple[list[_Candidate], tuple[Lead, int] | None]:
 def _rewritten_past_tail(ctx: _Context, body: str) -> int:
     """Where in ``body`` the cut is, for a restart with a change (``_starts_like_head``)
     that holds the tail's last ``REWRITTEN_ANCHOR`` characters once, as delivered, about
-    as far in as the text is long; -1 for any other body. What comes before the cut was
-    said already: its change is the restart's, and the delivered text stands."""
+    as far in as the text is long; -1 for any other body. Read so, what comes before the
+    cut was said already (its change is the restart's, and the delivered text stands),
+    with a doubt: a document may say a block again with a change."""
     anchor = ctx.tail[-REWRITTEN_ANCHOR:]
     if len(anchor) < REWRITTEN_ANCHOR:
         return -1
@@ -708,9 +708,11 @@ def _past_restart(
         return kept
     cut = _rewritten_past_tail(ctx, body)
     if cut >= 0:
+        # Doubted: a document may hold a block again with a change (a second table, a
+        # second report with the same sign-off), which reads the same.
         said = (
-            "fragment restarted the document with changes before the cut; kept the "
-            "delivered text and what follows the cut",
+            f"{AMBIGUOUS}seam: the reply starts the document again with changes; read the "
+            "delivered text and what follows the cut, or it is new text",
         )
         kept.append(
             _Candidate(lead, lead.end, lead.end + cut, visible(body[:cut]), False, True, said)

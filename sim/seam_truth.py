@@ -180,6 +180,10 @@ def label_seam(fmt: str, before: str, reply: Reply, after: str, header: int) -> 
     content, k = reply.content, reply.overlap
     if not content:
         return label
+    if "rewritten" in reply.variant:
+        # The document's start again with a change: a restart rewritten, or a block the
+        # document says again with a change (a second table, a second report).
+        label.reasons.append("a restart with a change reads as the start said again, changed")
     truth = before + reply.adds + after
     for alt_k in sorted(overlaps(before, content, fmt) - {k}):
         alt = before + apply_fixes(content, alt_k, reply.fixes) + after

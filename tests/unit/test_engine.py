@@ -38,10 +38,12 @@ from core.models import ContinuationConfig, FinishReason, OutputFormat
 from core.progress import MARKER_TEMPLATE
 from core.prompts import (
     CONTINUE_MARK,
+    MARK_ASKED,
     REPEAT_CLOSE,
     REPEAT_OPEN,
     asks_mark,
     opening_messages,
+    retry_anchor,
     retry_messages,
 )
 from core.state import MAX_ITERATION_RECORDS, TAIL_CHARS
@@ -1199,3 +1201,37 @@ def test_a_prefilled_reply_to_a_marked_retry_never_keeps_the_mark(
     assert CONTINUE_MARK not in state.tail
     assert state.length == len(PERIODIC_CSV) + (written.startswith("X"))
     assert (state.metadata.ambiguous_seams == 1) is doubted
+
+
+def test_a_mark_after_text_that_is_no_copy_is_dropped_and_doubted() -> None:
+    """The mark after new text: misplaced, or the document's own. Read as usual, the
+    mark dropped, and doubted (never silently dropped)."""
+    state, _, cut = _doubted_periodic()
+    rest = PERIODIC_CSV[cut:]
+    state, d = advance(state, reply(rest[:7] + CONTINUE_MARK + rest[7:], "stop"))
+    assert isinstance(d, Finish), d
+    assert CONTINUE_MARK not in state.tail
+    assert state.metadata.ambiguous_seams == 1
+
+
+def test_a_space_after_the_mark_that_makes_two_is_doubted() -> None:
+    doc = "".join(f"Line {i} says the same thing as the line before it.\n" for i in range(40))
+    spec = job("text").model_copy(update={"max_output_tokens": 40})
+    cut = doc.index("Line 20 says the same ") + len("Line 20 says the same ")
+    state, _ = advance(start(spec), reply(doc[:cut]))
+    state, d = advance(state, reply(doc[cut - 10 : cut + 30]))
+    assert isinstance(d, Retry), d
+    quote = list(_REPEAT.finditer(last_prompt(d)))[-1].group(1)
+    state, d = advance(state, reply(quote + CONTINUE_MARK + " " + doc[cut:], "stop"))
+    assert state.metadata.ambiguous_seams == 1
+
+
+def test_document_text_never_asks_for_the_mark() -> None:
+    """The request is recognised only right before the note's own REPEAT block: a document
+    that quotes the note's words does not turn the mark on."""
+    quoted = f"a document that says: {MARK_ASKED}{REPEAT_OPEN}x"
+    turn = f"Continue.\n{REPEAT_OPEN}{quoted}{REPEAT_CLOSE}"
+    assert asks_mark(turn)  # the shape alone (what the simulator looks at) is fooled
+    assert not asks_mark(turn, "the end the engine quotes")  # the engine knows its quote
+    note = retry_messages([Message(role="user", content="Go on.")], "ambiguous", "ok\n" * 50)
+    assert asks_mark(note[-1].content, retry_anchor("ok\n" * 50, 2000))

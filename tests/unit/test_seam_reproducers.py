@@ -727,6 +727,37 @@ CASES += [
             "| Rome | 19 |\n",
         ),
     ),
+    # A document may say a block again with a change: a second table, one cell changed,
+    # then the same source line (found by an attacker's review of the restart rule, which
+    # read it as a restart and dropped the table: now doubted).
+    Case(
+        "markdown-a-second-table-with-one-cell-changed",
+        "markdown",
+        [
+            "| name | score |\n|---|---|\n"
+            + "".join(f"| u{i} | {i} |\n" for i in range(20))
+            + "\nSource: survey wave one, cleaned.\n\n",
+            "| name | score |\n|---|---|\n"
+            + "".join(f"| u{i} | {4 if i == 3 else i} |\n" for i in range(20))
+            + "\nSource: survey wave one, cleaned.\n\nDone.\n",
+        ],
+        (
+            "| name | score |\n|---|---|\n"
+            + "".join(f"| u{i} | {i} |\n" for i in range(20))
+            + "\nSource: survey wave one, cleaned.\n\n"
+            + "| name | score |\n|---|---|\n"
+            + "".join(f"| u{i} | {4 if i == 3 else i} |\n" for i in range(20))
+            + "\nSource: survey wave one, cleaned.\n\nDone.\n",
+        ),
+    ),
+    # Cut inside a string, the reply starts with a space after a comma: white space
+    # between tokens that a re-spaced repeat bends, not the string's text.
+    Case(
+        "json-respaced-repeat-after-a-comma-into-a-cut-string",
+        "json",
+        ['{"a": 1,"b": "hello wor', ' "b": "hello world", "c": 2}'],
+        ('{"a": 1,"b": "hello world", "c": 2}',),
+    ),
     Case(
         "csv-restart-with-its-first-row-rewritten",
         "csv",
