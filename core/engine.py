@@ -27,6 +27,7 @@ from core.overlap import visible
 from core.progress import Stall, split_marker
 from core.prompts import (
     CONTINUE_MARK,
+    MARK_ASKED,
     asks_mark,
     continuation_messages,
     opening_messages,
@@ -107,8 +108,7 @@ def _merge(s: JobState, text: str, prefilled: int) -> tuple[Stitcher, Merge]:
         return start_stitcher(s.format, text)
     stitcher = resume_stitcher(s.scan)
     generated = _after_prefill(s.tail, text, prefilled)
-    quote = retry_anchor(s.tail, _quote_most(s)) if s.tail else ""
-    asked = bool(s.messages and quote) and asks_mark(s.messages[-1].content, quote)
+    asked = _asked_mark(s) if CONTINUE_MARK in text else False
     if generated is not None and not (asked and CONTINUE_MARK in generated):
         return stitcher.merge(s.tail, generated, s.head, exact=True)  # continued exactly
     if not asked or CONTINUE_MARK not in text:
@@ -133,6 +133,15 @@ def _merge(s: JobState, text: str, prefilled: int) -> tuple[Stitcher, Merge]:
     if merge.ok and doubts:
         merge = replace(merge, warnings=(*merge.warnings, *doubts), doubts=(*merge.doubts, *doubts))
     return stitcher, merge
+
+
+def _asked_mark(s: JobState) -> bool:
+    """Whether the request this reply answers is a retry note that asked for the mark
+    (its quote recomputed: the tail is as it was when the note went out)."""
+    turn = s.messages[-1].content if s.messages else ""
+    if not s.tail or MARK_ASKED not in turn:
+        return False
+    return asks_mark(turn, retry_anchor(s.tail, _quote_most(s)))
 
 
 def _doubt(text: str) -> str:

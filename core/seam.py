@@ -208,6 +208,7 @@ class _Context:
     seam: Seam
     line_start: bool
     notes: list[str] = field(default_factory=list)
+    leads: list[Lead] | None = None  # ``_leads``, once found
 
 
 #: A JSON string's text that ends inside an escape (``\\``, ``\\u00``: an odd run of
@@ -674,9 +675,12 @@ def _rewritten_past_tail(ctx: _Context, body: str) -> int:
 
 def _leads(ctx: _Context) -> list[Lead]:
     """The fragment's leads, made sure or unsure by where they join the cut."""
-    seam = ctx.seam
-    leads = lead_candidates(ctx.fragment, prose=seam.prose, fence_strength=seam.fence_strength)
-    return _read_on(ctx.tail, ctx.fragment, leads=_glued_fence(ctx.tail, ctx.fragment, leads))
+    if ctx.leads is None:
+        seam = ctx.seam
+        found = lead_candidates(ctx.fragment, prose=seam.prose, fence_strength=seam.fence_strength)
+        glued = _glued_fence(ctx.tail, ctx.fragment, found)
+        ctx.leads = _read_on(ctx.tail, ctx.fragment, leads=glued)
+    return ctx.leads
 
 
 def _header_candidates(ctx: _Context, lead: Lead, body: str) -> list[_Candidate]:
