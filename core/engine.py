@@ -117,8 +117,7 @@ def _merge(s: JobState, text: str, prefilled: int) -> tuple[Stitcher, Merge]:
     if generated is None:
         marked, rest, doubts = _after_mark(s.tail, text, compact=json)
     elif generated.startswith(CONTINUE_MARK):  # at once: after a prefill, nothing to copy
-        marked, rest, doubts = _after_mark(s.tail, generated, compact=json)
-        marked, doubts = rest, doubts[1:]  # the mark dropped, no doubt for the missing copy
+        marked, doubts = generated[len(CONTINUE_MARK) :], ()
     else:
         # A prefilled reply that wrote the mark after some text: a copy of the end (as the
         # note asks), or text going on from the prefill. A copy where it is one; doubted.

@@ -645,11 +645,13 @@ def _gather(ctx: _Context) -> tuple[list[_Candidate], tuple[Lead, int] | None]:
         body = ctx.fragment[lead.end :]
         cands += _header_candidates(ctx, lead, body)
         found = _candidates(ctx, lead, lead.end, ())
-        if _restarted(ctx, lead, body) or _rewritten_past_tail(ctx, body) >= 0:
+        exact = _restarted(ctx, lead, body)
+        rewritten = -1 if exact else _rewritten_past_tail(ctx, body)
+        if exact or rewritten >= 0:
             # A restart is new text only past the cut; what keeps the restart (or the
             # wrapper before it) as content repeats the document.
             restarted = restarted or (lead, len(body))
-            found = _past_restart(ctx, lead, body, found)
+            found = _past_restart(ctx, lead, body, found, rewritten)
             cands = [c for c in cands if c.confirmed]
         cands += found
     return cands, restarted
@@ -697,11 +699,12 @@ def _header_candidates(ctx: _Context, lead: Lead, body: str) -> list[_Candidate]
 
 
 def _past_restart(
-    ctx: _Context, lead: Lead, body: str, found: list[_Candidate]
+    ctx: _Context, lead: Lead, body: str, found: list[_Candidate], rewritten: int = -1
 ) -> list[_Candidate]:
     """The candidates after a lead whose body restarts the document: those that drop all
     of the document's head, and where the whole tail is in the body (or the cut is in a
-    restart that changed the text: ``_rewritten_past_tail``), the text after it."""
+    restart that changed the text: ``_rewritten_past_tail``, ``rewritten`` when it was
+    found already), the text after it."""
     whole = visible(ctx.head)
     kept = [c for c in found if c.confirmed and c.info >= whole]
     at = body.find(ctx.tail) if len(ctx.tail) >= ctx.seam.restart_min else -1
@@ -710,7 +713,7 @@ def _past_restart(
         said = ("fragment restarted the document; kept only what follows the cut",)
         kept.append(_Candidate(lead, lead.end, end, visible(ctx.tail), True, True, said))
         return kept
-    cut = _rewritten_past_tail(ctx, body)
+    cut = rewritten if rewritten >= 0 else _rewritten_past_tail(ctx, body)
     if cut >= 0:
         # Doubted: a document may hold a block again with a change (a second table, a
         # second report with the same sign-off), which reads the same.

@@ -121,10 +121,11 @@ def _block_again(tail: str, square: str, rest: str) -> bool:
     known = set(window[:-1] if len(tail) <= PERIODIC_WINDOW else window[1:-1])
     if (len(parts) - 1) * math.log2(max(2, len(known))) > SURPRISE_BITS:
         return False
+    lines = [line for line in ends if line.strip() and line.rstrip("\r") not in known]
+    if not lines:
+        return True
     cells = _table_cells(window if len(tail) <= PERIODIC_WINDOW else window[1:])
-    return all(
-        line.rstrip("\r") in known or _known_row(line, cells) for line in ends if line.strip()
-    )
+    return all(_known_row(line, cells) for line in lines)
 
 
 def _table_cells(lines: list[str]) -> set[str]:
@@ -138,7 +139,7 @@ def _row_cells(line: str, *, whole: bool = True) -> list[str] | None:
     body = line.strip()
     if len(body) < 2 or body[0] != "|" or (whole and body[-1] != "|"):
         return None
-    inner = body[1:-1] if body[-1] == "|" else body[1:]
+    inner = body[1:-1] if body[-1] == "|" else body[1:]  # one pipe each side, as written
     return [cell.strip() for cell in inner.split("|")]
 
 
