@@ -57,6 +57,7 @@ from core.squares import (
     line_prefix,
     no_structure,
     plausible_square,
+    restarts_cut_word,
     token_cut,
     whole_lines,
 )
@@ -447,6 +448,21 @@ def _reads_less_of_restart(ctx: _Context, best: _Tried, rival: _Tried) -> bool |
     return visible(square) < CONFIRM or _plausible_square(ctx.tail, square, ctx.seam, rest)
 
 
+def _lead_restarts_cut_word(ctx: _Context, best: _Tried, rival: _Tried) -> bool | None:
+    """What the best drops as a lead starts with the word the cut split, said again whole,
+    and dropped, it leaves letters glued onto the cut word into one the document never
+    used ("São Paulo. He" + "Here is\n" + "what the ...": "Hewhat"): the line may be the
+    text going on, as well as a wrapper. (A cut word of one letter says nothing: "S" +
+    "Sure! ...".)"""
+    b, r = best.cand, rival.cand
+    if b.lead.end <= r.lead.end or b.confirmed or not best.append[:1].isalpha():
+        return None  # (a repeat proved after the lead makes it a wrapper)
+    if completes_known_word(ctx.tail, best.append):
+        return None  # the letters glued make a word the document uses: the cut word's end
+    kept = ctx.fragment[r.lead.end : b.lead.end]
+    return True if restarts_cut_word(ctx.tail, kept) else None
+
+
 def _keeps_best_lead(ctx: _Context, best: _Tried, rival: _Tried) -> bool | None:
     """The best drops lines the rival keeps as content: plausible content where the lead
     was unsure, unless the best proved a repeat after it and the rival, keeping it,
@@ -513,6 +529,12 @@ def _square_between(ctx: _Context, best: _Tried, rival: _Tried) -> bool:
         return True
     if _plausible_square(ctx.tail, square, ctx.seam, after, glued=not broken):
         return True
+    if shorter is best and b.exact and r.exact:
+        # The best reads a short repeat (a cut word begun again) and keeps a long verbatim
+        # copy of the tail's end as new text ("Here is t" + " then left ... Here is the
+        # rest": " t" again, or 22 characters again): the document said twice is the
+        # implausible reading, so the longer repeat stands beside it.
+        return True
     return not (b.exact and r.exact) and not (b.confirmed and visible(square) >= CONFIRM)
 
 
@@ -528,6 +550,7 @@ def _record_again(ctx: _Context, square: str, shorter: _Tried) -> bool:
 _LEAD_RULES: tuple[_Rule, ...] = (
     _blank_lines_between,
     _reads_less_of_restart,
+    _lead_restarts_cut_word,
     _keeps_best_lead,
     _drops_more_lead,
 )
@@ -578,6 +601,7 @@ def plan_seam(
         return _nothing_read(restarted, total)
     best = _best(tried)
     doubts = [*_rival_doubts(ctx, best, tried), *_echo_doubts(ctx, best, cands)]
+    doubts += _comma_slip_doubts(ctx, best, cands, tried)
     doubts += _rewritten_restart(ctx, best)
     reading = best.reading
     if doubts:
@@ -779,6 +803,33 @@ def _rival_doubts(ctx: _Context, best: _Tried, tried: list[_Tried]) -> list[str]
         f"ambiguous seam: read {_describe(best)}; {_describe(rival)} would give another document"
         for rival in plausible
     ]
+
+
+#: JSON's closers, which a slipped comma comes before.
+_JSON_CLOSERS = ("]", "}")
+
+
+def _comma_slip_doubts(
+    ctx: _Context, best: _Tried, cands: list[_Candidate], tried: list[_Tried]
+) -> list[str]:
+    """JSON only: the best needed a repair (a slipped comma), and a repeat the format ruled
+    out fails only for a comma delivered already: read so, the reply repeats the end and
+    closes the array or object after it ("[[1998, 19," + "98, 19,], [5]]": the comma before
+    "]" is the slip). That comma cannot be taken back, so the reading cannot be made; it is
+    as likely as the best's ("19,98, 19]"), and only asking again can tell."""
+    if ctx.seam.lines or not best.repaired or not ctx.tail.rstrip().endswith(","):
+        return []
+    read = {t.cand.end for t in tried}
+    for cand in cands:
+        if cand.end <= cand.start or cand.end in read or cand.info < 2:
+            continue
+        if ctx.fragment[cand.end :].lstrip().startswith(_JSON_CLOSERS):
+            size = cand.end - cand.start
+            return [
+                f"{AMBIGUOUS}seam: read {_describe(best)}; a {size}-character repeat would "
+                "close the array or object after the comma delivered already (a slipped comma)"
+            ]
+    return []
 
 
 def _echo_doubts(ctx: _Context, best: _Tried, cands: list[_Candidate]) -> list[str]:

@@ -228,6 +228,16 @@ def splits_word(tail: str, text: str) -> bool:
     return not _known_word(last.group(), window) and not _known_word(start, window)
 
 
+def restarts_cut_word(tail: str, text: str) -> bool:
+    """Whether the tail ends in letters that ``text``'s first word starts with and goes on
+    from ("... São Paulo. He" + "Here is"): the word the cut split, said again whole."""
+    last = _last_word(tail)
+    start = _first_word(text)
+    if last is None or len(last.group()) < 2:
+        return False
+    return len(start) > len(last.group()) and start.startswith(last.group())
+
+
 def completes_cut_word(tail: str, text: str) -> bool:
     """Whether the tail ends in a word the document never used whole and ``text`` goes on
     with it, making one the document uses ("pe" + "ople." is "people")."""
