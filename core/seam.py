@@ -32,7 +32,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from difflib import SequenceMatcher
-from itertools import islice
+from itertools import chain, islice
 
 from core.extraction import clean_text
 from core.leads import (
@@ -812,24 +812,51 @@ _JSON_CLOSERS = ("]", "}")
 def _comma_slip_doubts(
     ctx: _Context, best: _Tried, cands: list[_Candidate], tried: list[_Tried]
 ) -> list[str]:
-    """JSON only: the best needed a repair (a slipped comma), and a repeat the format ruled
-    out fails only for a comma delivered already: read so, the reply repeats the end and
-    closes the array or object after it ("[[1998, 19," + "98, 19,], [5]]": the comma before
-    "]" is the slip). That comma cannot be taken back, so the reading cannot be made; it is
-    as likely as the best's ("19,98, 19]"), and only asking again can tell."""
-    if ctx.seam.lines or not best.repaired or not ctx.tail.rstrip().endswith(","):
+    """JSON only: the tail ends in a comma (outside a string) and the reply reads as a
+    repeat that closes the array or object where that comma is, i.e. the comma was a slip
+    (a trailing comma before "]"). That comma was delivered already and cannot be taken
+    back, so the reading cannot be made; it is as likely as the best's, and only asking
+    again can tell. Two ways to see it:
+
+    - the best needed a repair (a slipped comma of its own), and a repeat the format ruled
+      out fails only for the delivered comma ("[[1998, 19," + "98, 19,], [5]]");
+    - the reply repeats the text before the comma, ``CONFIRM`` characters or more, white
+      space aside, and closes there ("[72, 68, 1998," + ",72,70],[72,68,1998],[5]").
+    """
+    seam = ctx.seam
+    stripped = ctx.tail.rstrip()
+    if seam.lines or seam.in_string or not stripped.endswith(","):
         return []
     read = {t.cand.end for t in tried}
-    for cand in cands:
-        if cand.end <= cand.start or cand.end in read or cand.info < 2:
-            continue
-        if ctx.fragment[cand.end :].lstrip().startswith(_JSON_CLOSERS):
-            size = cand.end - cand.start
-            return [
-                f"{AMBIGUOUS}seam: read {_describe(best)}; a {size}-character repeat would "
-                "close the array or object after the comma delivered already (a slipped comma)"
-            ]
-    return []
+    size = next(
+        (
+            c.end - c.start
+            for c in cands
+            if best.repaired
+            and c.end > c.start
+            and c.end not in read
+            and c.info >= 2
+            and _closes(ctx.fragment[c.end :])
+        ),
+        0,
+    )
+    if not size:
+        body = ctx.fragment[best.cand.lead.end :]
+        before = stripped[:-1]
+        exact = (e for e in exact_overlaps(before, body) if visible(body[:e]) >= CONFIRM)
+        compact = normalized_overlaps(before, body, lines=False)
+        ends = chain(exact, (e for e, info, _ in compact if info >= CONFIRM))
+        size = next((e for e in islice(ends, MAX_CANDIDATES) if _closes(body[e:])), 0)
+    if not size:
+        return []
+    return [
+        f"{AMBIGUOUS}seam: read {_describe(best)}; a {size}-character repeat would close "
+        "the array or object where the delivered text has a comma (a slipped comma)"
+    ]
+
+
+def _closes(text: str) -> bool:
+    return text.lstrip().startswith(_JSON_CLOSERS)
 
 
 def _echo_doubts(ctx: _Context, best: _Tried, cands: list[_Candidate]) -> list[str]:

@@ -872,6 +872,12 @@ CASES += [
             "Here is\nwhat the bookkeeper survey found:\n",
         ),
     ),
+    Case(
+        "json-slipped-comma-at-the-cut-then-a-compact-repeat-that-closes-there",
+        "json",
+        ["[[0, 72, 70], [72, 68, 1998,", ",72,70],[72,68,1998],[5]]"],
+        ("[[0, 72, 70], [72, 68, 1998],[5]]",),
+    ),
 ]
 
 
