@@ -510,6 +510,50 @@ def _glues_number(tail: str, text: str) -> bool:
     return tail[-1:].isdigit() and text[:1].isdigit()
 
 
+#: Characters of the tail looked at for how a JSON document spaces its separators.
+SPACING_WINDOW = 2048
+#: Separators seen, each followed by white space the document uses again, that make the
+#: document's spacing a habit.
+SPACING_HABIT = 4
+_SEPARATED = re.compile(r"([,:])([ \t\r\n]*)(?=[^ \t\r\n])")
+_JSON_SPACE = " \t\r\n"
+
+
+def _breaks_spacing(ctx: _Context, best: _Tried, rival: _Tried) -> bool | None:
+    """JSON: the rival joins a value straight onto the tail's comma or colon (and the white
+    space after it) where the document always puts other white space ("72," + "0, 11":
+    "72,0" where it writes ", "; "70,\n" + "1998,\n" with no indent where it indents every
+    value), and the best keeps the document's habit: a model going on exactly would have
+    written the white space, so the reply starts with a repeat that begins at the value.
+    (A reply that starts with white space of its own says nothing: a model may indent a
+    line it begins again anyhow.)"""
+    seam = ctx.seam
+    if seam.lines or seam.in_string:
+        return None
+    rival_run = _join_run(ctx.tail, rival.append)
+    if rival_run is None or rival.append[:1] in _JSON_SPACE:
+        return None
+    window = ctx.tail[-SPACING_WINDOW:]
+    window = window[: len(window.rstrip(_JSON_SPACE))]  # the cut's own run is the reading's
+    used = {m.groups() for m in _SEPARATED.finditer(window)}
+    count = sum(1 for _ in islice(_SEPARATED.finditer(window), SPACING_HABIT))
+    if count < SPACING_HABIT or rival_run in used:
+        return None
+    best_run = _join_run(ctx.tail, best.append)
+    return False if best_run is None or best_run in used else None
+
+
+def _join_run(tail: str, append: str) -> tuple[str, str] | None:
+    """The separator the tail ends in (a comma or colon) and the white space between it
+    and the value ``append`` goes on with; None when there is no separator or no value in
+    sight."""
+    kept = tail.rstrip(_JSON_SPACE)
+    value = append.lstrip(_JSON_SPACE)
+    if kept[-1:] not in (",", ":") or not value:
+        return None
+    return kept[-1], tail[len(kept) :] + append[: len(append) - len(value)]
+
+
 def _square_between(ctx: _Context, best: _Tried, rival: _Tried) -> bool:
     """The readings differ in how much they read as repeated: weigh the square, the text
     the shorter reading keeps and the longer drops."""
@@ -557,6 +601,7 @@ _LEAD_RULES: tuple[_Rule, ...] = (
 _REPEAT_RULES: tuple[_Rule, ...] = (
     _rejoins_cut_line,
     _glues_new_word,
+    _breaks_spacing,
     _square_between,
 )
 
@@ -821,7 +866,8 @@ def _comma_slip_doubts(
     - the best needed a repair (a slipped comma of its own), and a repeat the format ruled
       out fails only for the delivered comma ("[[1998, 19," + "98, 19,], [5]]");
     - the reply repeats the text before the comma, ``CONFIRM`` characters or more, white
-      space aside, and closes there ("[72, 68, 1998," + ",72,70],[72,68,1998],[5]").
+      space aside, and closes there ("[72, 68, 1998," + ",72,70],[72,68,1998],[5]"), text
+      the document would not say twice (periodic values do: '"n/a",' ... '"n/a"]').
     """
     seam = ctx.seam
     stripped = ctx.tail.rstrip()
@@ -843,10 +889,17 @@ def _comma_slip_doubts(
     if not size:
         body = ctx.fragment[best.cand.lead.end :]
         before = stripped[:-1]
-        exact = (e for e in exact_overlaps(before, body) if visible(body[:e]) >= CONFIRM)
+        exact = ((e, e) for e in exact_overlaps(before, body) if visible(body[:e]) >= CONFIRM)
         compact = normalized_overlaps(before, body, lines=False)
-        ends = chain(exact, (e for e, info, _ in compact if info >= CONFIRM))
-        size = next((e for e in islice(ends, MAX_CANDIDATES) if _closes(body[e:])), 0)
+        ends = chain(exact, ((e, n) for e, info, n in compact if info >= CONFIRM))
+        size = next(
+            (
+                e
+                for e, n in islice(ends, MAX_CANDIDATES)
+                if _closes(body[e:]) and not _plausible_square(before, before[-n:], seam, body[e:])
+            ),
+            0,
+        )
     if not size:
         return []
     return [

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from core import stitch
 from core.json_stitch import merge_json, start_json
 from core.state import HEAD_CHARS, TAIL_CHARS
 
@@ -213,3 +214,50 @@ def test_rest_of_a_cut_literal_is_not_a_prose_line() -> None:
     second = "```json\null,\n    null,\n    null\n  ]\n}\n```"
     text, _, errors = stitch_all([first, second])
     assert errors == [None] and value_of(text) == {"a": [False, None, None, None]}
+
+
+@pytest.mark.parametrize(
+    ("fragments", "expected"),
+    [
+        (  # ", " after every comma: "72,0" would be the only comma without its space
+            [
+                '{"values": [68, 1998, 72, 0, 19, 72, 0, 1998, 70, 72, 70, 0, 68, 0, 11, 11, '
+                "0, 72,",
+                "0, 11, 11, 0, 72, 68, 70]}",
+            ],
+            '{"values": [68, 1998, 72, 0, 19, 72, 0, 1998, 70, 72, 70, 0, 68, 0, 11, 11, 0, 72, '
+            "68, 70]}",
+        ),
+        (  # every value indented: "1998" at the line's start would be the only one not
+            [
+                '{\n    "values": [\n        72,\n        11,\n        68,\n        1998,\n'
+                "        70,\n",
+                "1998,\n        70,\n        19\n    ]\n}",
+            ],
+            '{\n    "values": [\n        72,\n        11,\n        68,\n        1998,\n'
+            "        70,\n        19\n    ]\n}",
+        ),
+    ],
+)
+def test_a_repeat_is_read_where_no_repeat_would_break_the_spacing_habit(
+    fragments: list[str], expected: str
+) -> None:
+    result = stitch(fragments, "json")
+    assert (result.text, result.doubts) == (expected, [])
+
+
+@pytest.mark.parametrize(
+    "fragments",
+    [
+        # Compact: no spacing tells a repeat of "2," from a new "2"-something.
+        ['{"values":[72,11,70,68,70,0,70,19,19,72,19,68,72,70,', "2,70,1998]}"],
+        # The reply begins the line again, indented its own way: spacing says nothing.
+        [
+            '{\n    "values": [\n        0,\n        68,\n        70,\n        11,\n     ',
+            "       11,\n        11,\n        70\n    ]\n}",
+        ],
+    ],
+)
+def test_spacing_decides_no_seam_it_cannot_tell(fragments: list[str]) -> None:
+    result = stitch(fragments, "json")
+    assert result.ok and result.doubts, result.text
