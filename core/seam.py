@@ -647,6 +647,7 @@ def plan_seam(
     best = _best(tried)
     doubts = [*_rival_doubts(ctx, best, tried), *_echo_doubts(ctx, best, cands)]
     doubts += _comma_slip_doubts(ctx, best, cands, tried)
+    doubts += _break_doubts(ctx, best)
     doubts += _rewritten_restart(ctx, best)
     reading = best.reading
     if doubts:
@@ -910,6 +911,27 @@ def _comma_slip_doubts(
 
 def _closes(text: str) -> bool:
     return text.lstrip().startswith(_JSON_CLOSERS)
+
+
+def _break_doubts(ctx: _Context, best: _Tried) -> list[str]:
+    """The reply starts with a line break where the cut line is unfinished, and the text
+    after the break can only go on with it: punctuation that closes a phrase ("saw in" +
+    "\n."), or the rest of the cut word ("turn eac" + "\nh. Room"). The break may be the
+    text's, or the reply's own start: only asking again can tell."""
+    seam = ctx.seam
+    if not (seam.lines and seam.blank_lines) or ctx.line_start or best.repaired:
+        return []  # (JSON white space is no text; a CSV line break ends a record)
+    text = ctx.fragment[best.cand.end :]
+    after = text.lstrip("\r\n")
+    if after == text or not after.strip() or after[:1].isspace():
+        return []
+    starts_lines = "\n" + after[:1] in ctx.tail[-SPACING_WINDOW:]  # ("0" lines, "...." lines)
+    if (_glued_on(ctx.tail, after) and not starts_lines) or completes_cut_word(ctx.tail, after):
+        return [
+            f"{AMBIGUOUS}seam: the reply starts with a line break, and the text after it "
+            "goes on with the cut line: the break may be the reply's, not the text's"
+        ]
+    return []
 
 
 def _echo_doubts(ctx: _Context, best: _Tried, cands: list[_Candidate]) -> list[str]:

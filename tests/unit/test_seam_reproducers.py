@@ -885,6 +885,27 @@ CASES += [
             "[72, 68, 1998],[5489,0,8895]]}",
         ),
     ),
+    # An independent corpus (session 7): a reply that starts with a line break, then goes
+    # on with the cut line.
+    Case(
+        "text-line-break-then-the-rest-of-the-sentence",
+        "text",
+        [
+            "Try like example what said. Long few done are much animals when point "
+            "important until best answer we thought saw in",
+            "\n.\n",
+        ],
+        (
+            "Try like example what said. Long few done are much animals when point "
+            "important until best answer we thought saw in.\n",
+        ),
+    ),
+    Case(
+        "markdown-line-break-then-the-rest-of-a-number",
+        "markdown",
+        ["# Sales\n\nSales rose to 1", "\n987 units, up from 920.\n"],
+        ("# Sales\n\nSales rose to 1987 units, up from 920.\n",),
+    ),
 ]
 
 
