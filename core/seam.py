@@ -1074,7 +1074,11 @@ def _as_document(head: str, tail: str, text: str, warnings: list[str]) -> str:
     if nl < 0 or "\n" not in text:
         return text
     if nl > 0 and sample[nl - 1] == "\r":
-        if "\n" in text.replace("\r\n", ""):
+        # A fragment that writes CRLF for most of its line breaks writes its bare LFs on
+        # purpose (a line break inside a quoted CSV field, as spreadsheets export them):
+        # kept as they are.
+        crlf = text.count("\r\n")
+        if text.count("\n") - crlf > crlf:
             warnings.append("wrote the fragment's line breaks as CRLF, as the document does")
             return text.replace("\r\n", "\n").replace("\n", "\r\n")
         return text

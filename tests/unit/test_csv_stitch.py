@@ -12,6 +12,7 @@ import io
 
 import pytest
 
+import core
 from core.csv_stitch import CsvMode, CsvScan, close_csv, merge_csv, scan_rows, start_csv
 from core.merge import Merge
 from core.seam import AMBIGUOUS_END, REPEATED
@@ -407,3 +408,19 @@ def test_a_repeat_ending_at_a_row_end_before_any_data_statistics() -> None:
     text, _, merges = stitch("h1,h2\nfoobarbazquxquux,yy\n", "bazquxquux,yy\n2,x\n")
     assert text == "h1,h2\nfoobarbazquxquux,yy\n2,x\n"
     assert merges[-1].ok
+
+
+def test_crlf_rows_keep_a_bare_line_break_inside_a_quoted_field() -> None:
+    """Spreadsheets write rows with CRLF and a line break inside a cell as a bare LF: a
+    fragment that does so keeps its LF (it is data), and is not rewritten to CRLF."""
+    fragments = ['id,note\r\n1,"He sa', 'id ok"\r\n2,"multi\nline"\r\n3,"two"\r\n']
+    result = core.stitch(fragments, "csv")
+    assert (result.text, result.doubts) == (
+        'id,note\r\n1,"He said ok"\r\n2,"multi\nline"\r\n3,"two"\r\n',
+        [],
+    )
+
+
+def test_a_fragment_written_with_lf_throughout_is_written_as_the_document_does() -> None:
+    result = core.stitch(["id,note\r\n1,a\r\n2,b", "\n3,c\n4,d\n"], "csv")
+    assert result.text == "id,note\r\n1,a\r\n2,b\r\n3,c\r\n4,d\r\n"

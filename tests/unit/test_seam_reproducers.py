@@ -906,6 +906,12 @@ CASES += [
         ["# Sales\n\nSales rose to 1", "\n987 units, up from 920.\n"],
         ("# Sales\n\nSales rose to 1987 units, up from 920.\n",),
     ),
+    Case(  # rows end in CRLF, a quoted field's line break is a bare LF (spreadsheets)
+        "csv-crlf-rows-keep-a-bare-line-break-inside-a-quoted-field",
+        "csv",
+        ['id,note\r\n1,"He sa', 'id ok"\r\n2,"multi\nline"\r\n3,"two"\r\n'],
+        ('id,note\r\n1,"He said ok"\r\n2,"multi\nline"\r\n3,"two"\r\n',),
+    ),
 ]
 
 
