@@ -65,6 +65,8 @@ def merge_json(
         if result is None:
             return None
         _, kept, more = result
+        if _opens_list_again(tail, kept):
+            more = [_LIST_AGAIN, *more]
         return kept, "; ".join(more)
 
     def repair(candidate: str) -> tuple[str, str] | None:
@@ -108,6 +110,29 @@ def merge_json(
         warnings=(*warnings, *reading.warnings),
         doubts=reading.doubts,
     )
+
+
+_LIST_AGAIN = (
+    f"{AMBIGUOUS}seam: the reply opens a new array where the list's elements are no "
+    "arrays: the rest of the list begun again in an array of its own, or one element"
+)
+#: The first character of each kind of JSON value, by kind.
+_VALUE_KINDS = ({"{"}, {'"'}, set("-0123456789"), set("tfn"))
+_LAST_ELEMENT = re.compile(r"(\S)\s*,\s*\Z")
+_NEW_LIST = re.compile(r"\s*\[\s*(\S)")
+
+
+def _opens_list_again(tail: str, text: str) -> bool:
+    """Whether ``text`` opens an array, after a comma that ends an element that is no
+    array, and the array's first element is of that element's kind (``[{...}, `` +
+    ``[{"id": 7}]``): a model that begins the rest of the list as a list of its own reads
+    the same as a nested element, and only asking again can tell."""
+    last, first = _LAST_ELEMENT.search(tail[-64:]), _NEW_LIST.match(text)
+    if last is None or first is None or last.group(1) == "]":
+        return False
+    closer = last.group(1)
+    ends = {"}": "{", '"': '"', "e": "t", "l": "n"}.get(closer, "0" if closer.isdigit() else "")
+    return any(ends in kind and first.group(1) in kind for kind in _VALUE_KINDS)
 
 
 #: Trailing commas removed from one reading at most (a slip, not a style).

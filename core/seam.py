@@ -294,7 +294,10 @@ def _evaluate(ctx: _Context, cand: _Candidate) -> _Tried | None:
         warnings.append(f"dropped a {cand.lead.end}-character preamble: {cand.lead.text!r:.80}")
     closed = False
     if fence and seam.strip_close:
-        text, dropped = closing_fence(text, fence, line_start=ctx.line_start)
+        # The text starts a line where a lead ends in a line break ("```\n" + "```": an
+        # empty block), as where the delivered text does.
+        starts = ctx.fragment[: cand.end].endswith("\n") if cand.end else ctx.line_start
+        text, dropped = closing_fence(text, fence, line_start=starts)
         if dropped:
             closed = True
             warnings.append(f"dropped the wrapper's closing fence: {dropped.strip()!r:.80}")

@@ -261,3 +261,25 @@ def test_a_repeat_is_read_where_no_repeat_would_break_the_spacing_habit(
 def test_spacing_decides_no_seam_it_cannot_tell(fragments: list[str]) -> None:
     result = stitch(fragments, "json")
     assert result.ok and result.doubts, result.text
+
+
+def test_a_reply_of_an_empty_fenced_block_adds_nothing() -> None:
+    result = stitch(['{"email": "user13@ex', "```\n```", 'ample.com"}'], "json")
+    assert (result.text, result.doubts) == ('{"email": "user13@example.com"}', [])
+
+
+@pytest.mark.parametrize(
+    ("fragments", "doubted"),
+    [
+        (['[{"active": false, "tags": []}, ', '[{"id": 7}]'], True),
+        (["[1, 2, ", "[3, 4]]"], True),
+        (['{"a": [true, ', "[false]]}"], True),
+        (["[[1, 2], ", "[3, 4]]"], False),  # a list of arrays goes on with an array
+        (['[{"a": 1}, ', '{"b": 2}]'], False),
+    ],
+)
+def test_a_new_array_among_elements_that_are_none_is_doubted(
+    fragments: list[str], doubted: bool
+) -> None:
+    result = stitch(fragments, "json")
+    assert bool(result.doubts) is doubted, result.text

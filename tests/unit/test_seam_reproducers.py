@@ -912,6 +912,18 @@ CASES += [
         ['id,note\r\n1,"He sa', 'id ok"\r\n2,"multi\nline"\r\n3,"two"\r\n'],
         ('id,note\r\n1,"He said ok"\r\n2,"multi\nline"\r\n3,"two"\r\n',),
     ),
+    Case(
+        "json-a-reply-of-an-empty-fenced-block-adds-nothing",
+        "json",
+        ['{"email": "user13@ex', "```\n```", 'ample.com"}'],
+        ('{"email": "user13@example.com"}',),
+    ),
+    Case(
+        "json-the-rest-of-a-list-of-objects-begun-as-a-new-array",
+        "json",
+        ['[{"active": false, "tags": []}, ', '[{"id": 7}]'],
+        ('[{"active": false, "tags": []}, {"id": 7}]',),
+    ),
 ]
 
 
