@@ -651,6 +651,8 @@ def plan_seam(
     doubts = [*_rival_doubts(ctx, best, tried), *_echo_doubts(ctx, best, cands)]
     doubts += _comma_slip_doubts(ctx, best, cands, tried)
     doubts += _break_doubts(ctx, best)
+    doubts += _near_copy_doubts(ctx, best)
+    doubts += _line_again_doubts(ctx, best)
     doubts += _rewritten_restart(ctx, best)
     reading = best.reading
     if doubts:
@@ -935,6 +937,74 @@ def _break_doubts(ctx: _Context, best: _Tried) -> list[str]:
             "goes on with the cut line: the break may be the reply's, not the text's"
         ]
     return []
+
+
+#: Characters of the tail's end, and of the reply's start, compared for a near copy.
+NEAR_WINDOW = 256
+#: Visible characters a near copy spans at least, and the share of them it keeps.
+NEAR_MIN = 8
+NEAR_SHARE = 0.85
+#: Characters a near copy may start into the reply, or stop short of the cut.
+NEAR_SLACK = 2
+
+
+def _near_copy_doubts(ctx: _Context, best: _Tried) -> list[str]:
+    """The best keeps as new text a reply that begins with a copy of the delivered end that
+    is not exact (a typo, a word changed, other quotes, lines wrapped otherwise, an
+    elision): read as new, the document says it twice; read as a repeat, the change is
+    lost. Only asking again can tell."""
+    if ctx.seam.exact or best.cand.confirmed or not ctx.seam.lines:
+        return []  # (JSON records share their keys and layout: no near copy tells there)
+    window = ctx.tail[-NEAR_WINDOW:]
+    probe = ctx.fragment[best.cand.end : best.cand.end + NEAR_WINDOW]
+    if visible(probe) < NEAR_MIN or visible(window) < NEAR_MIN:
+        return []
+    blocks = SequenceMatcher(None, window, probe, autojunk=False).get_matching_blocks()[:-1]
+    first = next((i for i, b in enumerate(blocks) if b.b <= NEAR_SLACK), None)
+    last = next((i for i, b in enumerate(blocks) if b.a + b.size >= len(window) - NEAR_SLACK), None)
+    if first is None or last is None or last < first:
+        return []
+    chain = blocks[first : last + 1]
+    matched = sum(b.size for b in chain)
+    copied = window[chain[0].a :]
+    said = probe[: chain[-1].b + chain[-1].size]
+    if visible(copied) < NEAR_MIN or 2 * matched < NEAR_SHARE * (len(copied) + len(said)):
+        return []
+    before = ctx.tail[-2 * len(copied) : -len(copied)]
+    if SequenceMatcher(None, before, copied, autojunk=False).ratio() >= NEAR_SHARE:
+        return []  # the text before is as like the end: records, periodic lines
+    return [
+        f"{AMBIGUOUS}seam: the reply begins with a near copy of the delivered end "
+        f"({copied[-40:]!r} again as {said[-40:]!r}): a repeat with changes, or new text"
+    ]
+
+
+#: Characters a line must share with the cut line's start to be that line begun again.
+LINE_AGAIN_MIN = 8
+
+
+def _line_again_doubts(ctx: _Context, best: _Tried) -> list[str]:
+    """The best ends the cut line where it was cut and starts a new line with the reply,
+    whose first line begins as the cut line does but goes on otherwise ("* Took young old,
+    like always days famil" + "* Took youthful old, ..."): the cut line begun again with
+    changes (a cut word is left in the document), or a new line like it, as lists have."""
+    if not ctx.seam.lines or ctx.line_start:
+        return []
+    text = ctx.fragment[best.cand.end :]
+    if not best.append.startswith(("\n", "\r\n")) or text.startswith(("\n", "\r\n")):
+        return []  # (no line break put in by the reading)
+    cut = ctx.tail[ctx.tail.rfind("\n") + 1 :]
+    line = text.split("\n", 1)[0]
+    shared = next(
+        (i for i, (a, b) in enumerate(zip(cut, line, strict=False)) if a != b),
+        min(len(cut), len(line)),
+    )
+    if shared < min(LINE_AGAIN_MIN, len(cut)) or line.startswith(cut):
+        return []
+    return [
+        f"{AMBIGUOUS}seam: the reply's first line begins as the cut line does "
+        f"({cut[:shared]!r}): the cut line begun again with changes, or a new line"
+    ]
 
 
 def _echo_doubts(ctx: _Context, best: _Tried, cands: list[_Candidate]) -> list[str]:

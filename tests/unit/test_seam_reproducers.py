@@ -924,6 +924,50 @@ CASES += [
         ['[{"active": false, "tags": []}, ', '[{"id": 7}]'],
         ('[{"active": false, "tags": []}, {"id": 7}]',),
     ),
+    # An independent corpus (session 7): repeats with a change, read as new text.
+    Case(
+        "text-repeat-with-a-typo",
+        "text",
+        ["Our, answer at air one", "at air ome\ndifferent three.\n"],
+        (
+            "Our, answer at air one\ndifferent three.\n",
+            "Our, answer at air ome\ndifferent three.\n",
+        ),
+    ),
+    Case(
+        "markdown-cut-line-restarted-with-words-changed",
+        "markdown",
+        [
+            '* Without "all".\n* Took young old, like always days famil',
+            "* Took youthful old, like consistently days family.\n* Say another.\n",
+        ],
+        (
+            '* Without "all".\n* Took youthful old, like consistently days family.\n'
+            "* Say another.\n",
+        ),
+    ),
+    Case(
+        "markdown-repeat-with-curly-quotes",
+        "markdown",
+        [
+            'Use how kind than "high" together world.\n\nMorning int',
+            "kind than \u201chigh\u201d together world.\n\nMorning into himself the heard.\n",
+        ],
+        ('Use how kind than "high" together world.\n\nMorning into himself the heard.\n',),
+    ),
+    Case(
+        "text-repeat-of-a-paragraph-wrapped-otherwise",
+        "text",
+        [
+            "Good whole always big all toward two always\nlooked five some work might leave.\n"
+            "Enough by many using of all time",
+            "looked five some work might leave. Enough by many using of all times life.\n",
+        ],
+        (
+            "Good whole always big all toward two always\nlooked five some work might leave.\n"
+            "Enough by many using of all times life.\n",
+        ),
+    ),
 ]
 
 
