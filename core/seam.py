@@ -750,13 +750,22 @@ def _rewritten_past_tail(ctx: _Context, body: str) -> int:
     return cut if _starts_like_head(ctx, body) else -1
 
 
+#: An elision mark a reply may start with ("...", "…", "[...]"), and a space after it.
+_ELISION = re.compile(r"(?:\.{3}|\u2026|\[(?:\.{3}|\u2026)\]|\((?:\.{3}|\u2026)\))[ \t]?")
+
+
 def _leads(ctx: _Context) -> list[Lead]:
-    """The fragment's leads, made sure or unsure by where they join the cut."""
+    """The fragment's leads, made sure or unsure by where they join the cut; and an
+    elision mark the reply starts with, an unsure lead (a mark of the continuation, or the
+    text's own "..." going on)."""
     if ctx.leads is None:
         seam = ctx.seam
         found = lead_candidates(ctx.fragment, prose=seam.prose, fence_strength=seam.fence_strength)
         glued = _glued_fence(ctx.tail, ctx.fragment, found)
         ctx.leads = _read_on(ctx.tail, ctx.fragment, leads=glued)
+        elision = _ELISION.match(ctx.fragment)
+        if elision and not ctx.leads:
+            ctx.leads = [Lead(elision.end(), Strength.WEAK, "", elision.group())]
     return ctx.leads
 
 

@@ -283,3 +283,8 @@ def test_a_new_array_among_elements_that_are_none_is_doubted(
 ) -> None:
     result = stitch(fragments, "json")
     assert bool(result.doubts) is doubted, result.text
+
+
+def test_an_elision_mark_where_json_cannot_hold_it_is_dropped() -> None:
+    result = stitch(['{"values": [1, 2, ', "... 3, 4]}"], "json")
+    assert (result.text, result.doubts) == ('{"values": [1, 2, 3, 4]}', [])

@@ -968,6 +968,25 @@ CASES += [
             "Enough by many using of all times life.\n",
         ),
     ),
+    # An independent corpus (session 7): a reply that starts with an elision mark.
+    Case(
+        "json-elision-mark-inside-a-cut-key",
+        "json",
+        ['{"series":[-3.62,2.0],"uni', '[...] t":"%"}'],
+        ('{"series":[-3.62,2.0],"unit":"%"}',),
+    ),
+    Case(
+        "csv-elision-mark-inside-a-cut-number",
+        "csv",
+        ["id,status,amount\n37,low,643.55\n38,low,3", "... 398.56\n"],
+        ("id,status,amount\n37,low,643.55\n38,low,3398.56\n",),
+    ),
+    Case(
+        "text-elision-mark-inside-a-cut-word",
+        "text",
+        ["Did three story. Time always thing\nchan", "[...] ge, enough work might.\n"],
+        ("Did three story. Time always thing\nchange, enough work might.\n",),
+    ),
 ]
 
 
