@@ -720,6 +720,7 @@ def _gather(ctx: _Context) -> tuple[list[_Candidate], tuple[Lead, int] | None]:
         body = ctx.fragment[lead.end :]
         cands += _header_candidates(ctx, lead, body)
         found = _candidates(ctx, lead, lead.end, ())
+        found += _elided_restart(ctx, lead, body)
         exact = _restarted(ctx, lead, body)
         rewritten = -1 if exact else _rewritten_past_tail(ctx, body)
         if exact or rewritten >= 0:
@@ -730,6 +731,49 @@ def _gather(ctx: _Context) -> tuple[list[_Candidate], tuple[Lead, int] | None]:
             cands = [c for c in cands if c.confirmed]
         cands += found
     return cands, restarted
+
+
+#: A line a model puts for text it leaves out when it begins the document again: an
+#: elision mark, or words saying so ("[... earlier content unchanged ...]", "(rows omitted
+#: for brevity)").
+_ELIDED_LINE = re.compile(
+    r"[ \t]*(?:[\[(<][ \t]*)?(?:\.{3}|\u2026|[^\n]{0,80}?\b(?:omitted|unchanged|truncated"
+    r"|elided|skipped|brevity|abbreviated|same as (?:above|before))\b)[^\n]{0,80}\n",
+    re.IGNORECASE,
+)
+#: Lines of a reply looked at for an elision line.
+ELIDED_LINES = 12
+ELIDED = "the reply began the document again and left out the middle"
+
+
+def _elided_restart(ctx: _Context, lead: Lead, body: str) -> list[_Candidate]:
+    """A reply that begins the document again, leaves the middle out with an elision line,
+    and goes on from a copy of the delivered end ("# Title\n\n...\n- Than began usually" +
+    " just."): the text after the copy is new. The lines before the elision must be the
+    document's first lines as delivered, and the copy ``CONFIRM`` visible characters of
+    its end at least. Where the end is periodic (rows, lines alike), how much of it the copy
+    holds is a guess: a doubt."""
+    pos = 0
+    for _ in range(ELIDED_LINES):
+        line = _ELIDED_LINE.match(body, pos)
+        if line is not None and pos and ctx.head.startswith(body[:pos]):
+            after = body[line.end() :]
+            # The longest copy of the end, or none: the text may go on from the cut.
+            copy = next(exact_overlaps(ctx.tail, after), 0)
+            left_out = line.group().strip()
+            note = f"{ELIDED} ({left_out!r:.60}); kept what follows its copy of the delivered end"
+            if visible(after[:copy]) < CONFIRM:
+                note = f"{AMBIGUOUS}seam: {note}, too short a copy to place the cut by"
+            elif _plausible_square(ctx.tail, after[:copy], ctx.seam, after[copy:]):
+                note = f"{AMBIGUOUS}seam: {note}, of periodic text: where it ends is a guess"
+            end = lead.end + line.end() + copy
+            info = visible(body[: line.end() + copy])
+            return [_Candidate(lead, lead.end, end, info, True, True, (note,))]
+        nl = body.find("\n", pos)
+        if nl < 0 or not ctx.head.startswith(body[: nl + 1]):
+            return []  # past the document's first lines
+        pos = nl + 1
+    return []
 
 
 def _rewritten_past_tail(ctx: _Context, body: str) -> int:
@@ -1103,13 +1147,19 @@ def _splits_cut_line(tail: str, text: str) -> bool:
     return completes_cut_word(tail, after) or _glued_on(tail, after)
 
 
+def _elided(cand: _Candidate) -> bool:
+    return any(ELIDED in note for note in cand.notes)
+
+
 def _echo(ctx: _Context, cands: list[_Candidate]) -> str:
     """Whether the reply begins by re-sending received text from before the cut: all of it
     (``ECHOED``: a repeat cut short by the output limit, or text the document repeats) or
     a copy that then goes its own way (``DIVERGED``); '' when it does not."""
     body = ctx.fragment
     probe = body[:ECHO_PROBE]
-    if len(probe) < RESTART_MIN or any(c.confirmed for c in cands):
+    # (A repeat proved elsewhere says the reply is no copy; an elided restart the format
+    # refused proves nothing.)
+    if len(probe) < RESTART_MIN or any(c.confirmed and not _elided(c) for c in cands):
         return ""
     at = ctx.tail.rfind(probe)
     if at < 0:

@@ -987,6 +987,30 @@ CASES += [
         ["Did three story. Time always thing\nchan", "[...] ge, enough work might.\n"],
         ("Did three story. Time always thing\nchange, enough work might.\n",),
     ),
+    # An independent corpus (session 7): the document begun again, its middle left out.
+    Case(
+        "markdown-restart-with-an-elision-line-then-the-end-again",
+        "markdown",
+        [
+            "# Title\n\n## One\n\n- Far soon.\n- Be can.\n- Than began usually",
+            "# Title\n\n...\n- Than began usually just.\n",
+        ],
+        ("# Title\n\n## One\n\n- Far soon.\n- Be can.\n- Than began usually just.\n",),
+    ),
+    Case(
+        "csv-restart-with-rows-omitted-then-the-end-again",
+        "csv",
+        [
+            'id,city,name\n1,Zürich,"Dubois, Peggy"\n2,Sydney,Carol Tanaka\n'
+            '6,Tokyo,"민수, Walter"\n7,東京,Grace',
+            'id,city,name\n1,Zürich,"Dubois, Peggy"\n(rows omitted for brevity)\n'
+            'yo,"민수, Walter"\n7,東京,Grace Rossi\n',
+        ],
+        (
+            'id,city,name\n1,Zürich,"Dubois, Peggy"\n2,Sydney,Carol Tanaka\n'
+            '6,Tokyo,"민수, Walter"\n7,東京,Grace Rossi\n',
+        ),
+    ),
 ]
 
 
@@ -1814,3 +1838,39 @@ KNOWN_SILENT = [
 @pytest.mark.parametrize("case", KNOWN_SILENT, ids=[c.name for c in KNOWN_SILENT])
 def test_known_silent_seam(case: Case) -> None:
     test_reproducer_is_exact_or_flagged(case)
+
+
+@pytest.mark.parametrize(
+    ("fragments", "fmt", "expected"),
+    [
+        (
+            [
+                "# Title\n\n## One\n\n- Far soon.\n- Be can.\n- Than began usually",
+                "# Title\n\n...\n- Than began usually just.\n",
+            ],
+            "markdown",
+            "# Title\n\n## One\n\n- Far soon.\n- Be can.\n- Than began usually just.\n",
+        ),
+        (
+            [
+                "Notes\n\nThe harbour opened in 1998 and the museum followed it two years lat",
+                "Notes\n[... earlier content unchanged ...]\n"
+                "the museum followed it two years later.\n",
+            ],
+            "text",
+            "Notes\n\nThe harbour opened in 1998 and the museum followed it two years later.\n",
+        ),
+    ],
+)
+def test_a_restart_with_the_middle_left_out_keeps_what_follows_the_copy(
+    fragments: list[str], fmt: str, expected: str
+) -> None:
+    result = stitch(fragments, fmt)
+    assert (result.text, result.doubts) == (expected, [])
+
+
+def test_a_restart_with_the_middle_left_out_and_no_copy_of_the_end_is_doubted() -> None:
+    result = stitch(
+        ["Notes\n\nThe harbour opened in 1998 and the mus", "Notes\n...\neum.\n"], "text"
+    )
+    assert result.ok and result.doubts
