@@ -32,7 +32,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from difflib import SequenceMatcher
-from itertools import chain, islice
+from itertools import chain, islice, pairwise
 
 from core.extraction import clean_text
 from core.leads import (
@@ -984,12 +984,41 @@ def _break_doubts(ctx: _Context, best: _Tried) -> list[str]:
     if after == text or not after.strip() or after[:1].isspace():
         return []
     starts_lines = "\n" + after[:1] in ctx.tail[-SPACING_WINDOW:]  # ("0" lines, "...." lines)
-    if (_glued_on(ctx.tail, after) and not starts_lines) or completes_cut_word(ctx.tail, after):
+    glued = _glued_on(ctx.tail, after) and not starts_lines
+    if glued or completes_cut_word(ctx.tail, after) or _breaks_mid_line(ctx.tail, text, after):
         return [
             f"{AMBIGUOUS}seam: the reply starts with a line break, and the text after it "
             "goes on with the cut line: the break may be the reply's, not the text's"
         ]
     return []
+
+
+#: Wrapped lines a document must show before its wrapping width is taken as a habit.
+WRAP_HABIT = 3
+#: The share of that width a cut line must reach for a line break there to be a wrap.
+WRAP_SHARE = 0.6
+#: A line this long is a paragraph run on unwrapped.
+UNWRAPPED = 120
+
+
+def _breaks_mid_line(tail: str, text: str, after: str) -> bool:
+    """A single line break between a letter and a lower-case letter, where the cut line is
+    too short to be wrapped there: the document wraps no lines, or wraps them longer
+    ("these night thi" + "\ns me kind", in a text whose wrapped lines run to 70
+    characters). A line broken so is the reply's start, or a wrap the document never
+    made."""
+    if text.startswith(("\n\n", "\r\n\r\n")) or not (tail[-1:].isalnum() and after[:1].islower()):
+        return False
+    cut = tail[tail.rfind("\n") + 1 :]
+    lines = tail[-SPACING_WINDOW:].split("\n")[int(len(tail) > SPACING_WINDOW) : -1]
+    wrapped = sorted(
+        len(line) for line, nxt in pairwise(lines) if line.strip() and nxt[:1].islower()
+    )
+    if len(wrapped) >= WRAP_HABIT:
+        return len(cut) < WRAP_SHARE * wrapped[len(wrapped) // 2]
+    # No wrapping seen: a break inside a sentence is none of the text's where the text
+    # runs its paragraphs on in long lines (a short text says nothing).
+    return any(len(line) > max(UNWRAPPED, 2 * len(cut)) for line in lines)
 
 
 #: Characters of the tail's end, and of the reply's start, compared for a near copy.

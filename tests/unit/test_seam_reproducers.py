@@ -1011,6 +1011,23 @@ CASES += [
             '6,Tokyo,"민수, Walter"\n7,東京,Grace Rossi\n',
         ),
     ),
+    Case(  # a text whose wrapped lines run to 60-70 characters, cut 15 characters in
+        "text-line-break-in-a-word-far-short-of-the-wrapping-width",
+        "text",
+        [
+            "The harbour opened in 1998 and the museum followed it two years\n"
+            "later, after the council had argued about the site for a decade\n"
+            "and the first director had resigned twice over the budget, then\n"
+            "come back.\n\nThese night thi",
+            "\ns me kind of study they did.\n",
+        ],
+        (
+            "The harbour opened in 1998 and the museum followed it two years\n"
+            "later, after the council had argued about the site for a decade\n"
+            "and the first director had resigned twice over the budget, then\n"
+            "come back.\n\nThese night this me kind of study they did.\n",
+        ),
+    ),
 ]
 
 
