@@ -1061,31 +1061,43 @@ def _near_copy_doubts(ctx: _Context, best: _Tried) -> list[str]:
     ]
 
 
-#: Characters a line must share with the cut line's start to be that line begun again.
-LINE_AGAIN_MIN = 8
+#: Visible characters of a cut line, and the share of them a reply's first line must
+#: keep in place (quotes aside), for it to be that line begun again with changes.
+LINE_AGAIN_MIN = 6
+LINE_AGAIN_SHARE = 0.8
+#: ... or begin as it does for this many characters.
+LINE_AGAIN_PREFIX = 8
 
 
 def _line_again_doubts(ctx: _Context, best: _Tried) -> list[str]:
     """The best ends the cut line where it was cut and starts a new line with the reply,
-    whose first line begins as the cut line does but goes on otherwise ("* Took young old,
-    like always days famil" + "* Took youthful old, ..."): the cut line begun again with
-    changes (a cut word is left in the document), or a new line like it, as lists have."""
+    whose first line is the cut line again with changes, quotes aside, or begins as it does
+    ("* Took young old,
+    like always days famil" + "* Took youthful old, ..."; "18,N/A," + '"18","N/A",ok'):
+    the cut line begun again (a cut word is left in the document), or a new line like
+    it, as lists and tables have."""
     if not ctx.seam.lines or ctx.line_start:
         return []
     text = ctx.fragment[best.cand.end :]
     if not best.append.startswith(("\n", "\r\n")) or text.startswith(("\n", "\r\n")):
         return []  # (no line break put in by the reading)
-    cut = ctx.tail[ctx.tail.rfind("\n") + 1 :]
-    line = text.split("\n", 1)[0]
+    cut = ctx.tail[ctx.tail.rfind("\n") + 1 :].rstrip("\r")
+    line = text.split("\n", 1)[0].rstrip("\r")
+    if line.startswith(cut):
+        return []  # the cut line again whole, then more: weighed as a repeat already
+    bare_cut, bare_line = cut.replace('"', ""), line.replace('"', "")[: len(cut) + 4]
+    if visible(bare_cut) < LINE_AGAIN_MIN:
+        return []
     shared = next(
-        (i for i, (a, b) in enumerate(zip(cut, line, strict=False)) if a != b),
-        min(len(cut), len(line)),
+        (i for i, (a, b) in enumerate(zip(bare_cut, bare_line, strict=False)) if a != b),
+        min(len(bare_cut), len(bare_line)),
     )
-    if shared < min(LINE_AGAIN_MIN, len(cut)) or line.startswith(cut):
+    like = SequenceMatcher(None, bare_cut, bare_line[: len(bare_cut)], autojunk=False)
+    if shared < LINE_AGAIN_PREFIX and like.ratio() < LINE_AGAIN_SHARE:
         return []
     return [
-        f"{AMBIGUOUS}seam: the reply's first line begins as the cut line does "
-        f"({cut[:shared]!r}): the cut line begun again with changes, or a new line"
+        f"{AMBIGUOUS}seam: the reply's first line is the cut line again with changes "
+        f"({line[:40]!r}): the cut line begun again, or a new line like it"
     ]
 
 

@@ -1028,6 +1028,26 @@ CASES += [
             "come back.\n\nThese night this me kind of study they did.\n",
         ),
     ),
+    Case(  # the cut row complete by its fields, then begun again with quotes
+        "csv-cut-row-begun-again-quoted",
+        "csv",
+        ["id,category,status\r\n16,N/A,ok\r\n17,N/A,ok\r\n18,N/A,", '"18","N/A",ok\r\n'],
+        ("id,category,status\r\n16,N/A,ok\r\n17,N/A,ok\r\n18,N/A,ok\r\n",),
+    ),
+    Case(  # ... or with its first digit changed
+        "csv-cut-row-begun-again-with-a-typo",
+        "csv",
+        [
+            "id,qty,city,date\n15,797,Berlin,2024-01-23\n16,542,Reykjavík,20",
+            "46,542,Reykjavík,2024-03-04\n17,433,Mumbai,2024-06-05\n",
+        ],
+        (
+            "id,qty,city,date\n15,797,Berlin,2024-01-23\n46,542,Reykjavík,2024-03-04\n"
+            "17,433,Mumbai,2024-06-05\n",
+            "id,qty,city,date\n15,797,Berlin,2024-01-23\n16,542,Reykjavík,2024-03-04\n"
+            "17,433,Mumbai,2024-06-05\n",
+        ),
+    ),
 ]
 
 
