@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import pytest
 
 from core import stitch
+from core.leads import is_chat
 
 
 @dataclass(frozen=True)
@@ -1911,3 +1912,27 @@ def test_a_restart_with_the_middle_left_out_and_no_copy_of_the_end_is_doubted() 
         ["Notes\n\nThe harbour opened in 1998 and the mus", "Notes\n...\neum.\n"], "text"
     )
     assert result.ok and result.doubts
+
+
+@pytest.mark.parametrize(
+    ("line", "chat"),
+    [
+        ("Of course, nothing went as planned.\n", False),  # the document's own sentence
+        ("Sure enough, the river arrived.\n", False),
+        ("Of course, here is the rest:\n", True),
+        ("Sure, here's the rest of the document:\n", True),
+        ("Okay, continuing the document.\n", True),
+        ("Certainly, I'll continue:\n", True),
+        ("Of course. Picking up from the cut:\n", True),
+    ],
+)
+def test_an_interjection_and_a_comma_is_chat_only_with_words_about_the_answer(
+    line: str, chat: bool
+) -> None:
+    assert is_chat(line) is chat
+
+
+def test_a_document_that_starts_with_of_course_keeps_its_first_line() -> None:
+    text = "Of course, nothing went as planned.\nThe ship left late and the crew was tired.\n"
+    result = stitch([text[:50], text[50:]], "text")
+    assert (result.text, result.doubts) == (text, [])
