@@ -1041,6 +1041,8 @@ def _near_copy_doubts(ctx: _Context, best: _Tried) -> list[str]:
     probe = ctx.fragment[best.cand.end : best.cand.end + NEAR_WINDOW]
     if visible(probe) < NEAR_MIN or visible(window) < NEAR_MIN:
         return []
+    if not _anchored(window, probe):
+        return []  # (the common case, found by two C string searches)
     blocks = SequenceMatcher(None, window, probe, autojunk=False).get_matching_blocks()[:-1]
     first = next((i for i, b in enumerate(blocks) if b.b <= NEAR_SLACK), None)
     last = next((i for i, b in enumerate(blocks) if b.a + b.size >= len(window) - NEAR_SLACK), None)
@@ -1059,6 +1061,18 @@ def _near_copy_doubts(ctx: _Context, best: _Tried) -> list[str]:
         f"{AMBIGUOUS}seam: the reply begins with a near copy of the delivered end "
         f"({copied[-40:]!r} again as {said[-40:]!r}): a repeat with changes, or new text"
     ]
+
+
+#: Characters of the reply's start of which one run at least a near copy holds as it is.
+NEAR_ANCHOR = 6
+
+
+def _anchored(window: str, probe: str) -> bool:
+    """Whether one of the probe's first two runs of ``NEAR_ANCHOR`` characters is in the
+    window: a near copy of the window's end keeps one of them (a change spoils one at
+    most), and most replies hold neither."""
+    anchors = (probe[:NEAR_ANCHOR], probe[NEAR_ANCHOR : 2 * NEAR_ANCHOR])
+    return any(len(a) == NEAR_ANCHOR and a in window for a in anchors)
 
 
 #: Visible characters of a cut line, and the share of them a reply's first line must
