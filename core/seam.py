@@ -1063,15 +1063,18 @@ def _near_copy_doubts(ctx: _Context, best: _Tried) -> list[str]:
     ]
 
 
-#: Characters of the reply's start of which one run at least a near copy holds as it is.
-NEAR_ANCHOR = 6
+#: Runs of characters at the reply's start of which a near copy holds one at least as it is.
+NEAR_ANCHOR = 5
+NEAR_ANCHORS = 4
 
 
 def _anchored(window: str, probe: str) -> bool:
-    """Whether one of the probe's first two runs of ``NEAR_ANCHOR`` characters is in the
-    window: a near copy of the window's end keeps one of them (a change spoils one at
-    most), and most replies hold neither."""
-    anchors = (probe[:NEAR_ANCHOR], probe[NEAR_ANCHOR : 2 * NEAR_ANCHOR])
+    """Whether one of the probe's first ``NEAR_ANCHORS`` runs of ``NEAR_ANCHOR`` characters
+    is in the window: a near copy of the window's end keeps one of them (a change or two
+    spoil a run each), and most replies hold none."""
+    anchors = (
+        probe[i : i + NEAR_ANCHOR] for i in range(0, NEAR_ANCHORS * NEAR_ANCHOR, NEAR_ANCHOR)
+    )
     return any(len(a) == NEAR_ANCHOR and a in window for a in anchors)
 
 
