@@ -39,12 +39,7 @@ _CHAT = re.compile(
     r"[ \t]*(?:\*\*|__)?[ \t]*(?:"
     r"(?:sure(?: thing)?|certainly|of course|okay|ok|alright|absolutely|no problem|got it"
     r"|understood"
-    r"|apologies|my apologies|sorry)(?:[ \t]*[!.:\u2014-][ \t]*$|[ \t]*[!.:\u2014-][ \t]+\S"
-    # After a comma, only words about the answer ("Of course, here is", not "Of course,
-    # nothing went as planned.": a document's own sentence).
-    r"|[ \t]*,[ \t]+(?:here|below|i(?:'ll|\u2019ll| will| can| have)|let me|let's|continu"
-    r"|the (?:rest|remainder|previous|continuation|document|json|csv|table|list|text|data"
-    r"|output)|picking|resum|as requested|this is|that's|sorry|apologies))"
+    r"|apologies|my apologies|sorry)(?:[ \t]*[!.:\u2014-][ \t]*$|[ \t]*[!,.:\u2014-][ \t]+\S)"
     r"|here(?:'s|\u2019s| is| are| you go| it is| goes)(?:[ \t]*[!.:]|[ \t]*$"
     r"|[ \t]+(?:the|a|an|your|my)[ \t]+(?:[\w-]+[ \t]+){0,3}?(?:rest|remainder|continu\w*"
     r"|document|json|csv|file|output|markdown|answer|response|essay|article|story|draft|version"

@@ -469,10 +469,14 @@ def _lead_restarts_cut_word(ctx: _Context, best: _Tried, rival: _Tried) -> bool 
 def _keeps_best_lead(ctx: _Context, best: _Tried, rival: _Tried) -> bool | None:
     """The best drops lines the rival keeps as content: plausible content where the lead
     was unsure, unless the best proved a repeat after it and the rival, keeping it,
-    proves none (then the lines are no repeat)."""
+    proves none (then the lines are no repeat). An elision mark the best drops is
+    plausible text whatever follows it ("I said never again" + "... never again, she
+    repeated": the text's own "..." and its echo)."""
     b, r = best.cand, rival.cand
     if b.lead.end <= r.lead.end:
         return None
+    if _ELISION.fullmatch(ctx.fragment, 0, b.lead.end):
+        return True
     proved = r.confirmed and r.info >= CONFIRM
     return b.lead.strength < Strength.STRONG and (not b.confirmed or proved)
 
@@ -737,8 +741,9 @@ def _gather(ctx: _Context) -> tuple[list[_Candidate], tuple[Lead, int] | None]:
 #: elision mark, or words saying so ("[... earlier content unchanged ...]", "(rows omitted
 #: for brevity)").
 _ELIDED_LINE = re.compile(
-    r"[ \t]*(?:[\[(<][ \t]*)?(?:\.{3}|\u2026|[^\n]{0,80}?\b(?:omitted|unchanged|truncated"
-    r"|elided|skipped|brevity|abbreviated|same as (?:above|before))\b)[^\n]{0,80}\n",
+    r"[ \t]*(?:(?:\.{3}|\u2026)[ \t]*\n|[\[(<][^\n]{0,80}?(?:\.{3}|\u2026|\b(?:omitted|unchanged"
+    r"|truncated|elided|skipped|brevity|abbreviated|same as (?:above|before))\b)[^\n]{0,80}"
+    r"[\])>][ \t]*\n)",
     re.IGNORECASE,
 )
 #: Lines of a reply looked at for an elision line.
@@ -756,7 +761,9 @@ def _elided_restart(ctx: _Context, lead: Lead, body: str) -> list[_Candidate]:
     pos = 0
     for _ in range(ELIDED_LINES):
         line = _ELIDED_LINE.match(body, pos)
-        if line is not None and pos and ctx.head.startswith(body[:pos]):
+        # (A line the document holds is its own, no elision: "...", "[see above]".)
+        own = line is not None and ("\n" + line.group()) in ("\n" + ctx.head + ctx.tail)
+        if line is not None and pos and not own and ctx.head.startswith(body[:pos]):
             after = body[line.end() :]
             # The longest copy of the end, or none: the text may go on from the cut.
             copy = next(exact_overlaps(ctx.tail, after), 0)
@@ -1098,8 +1105,8 @@ def _line_again_doubts(ctx: _Context, best: _Tried) -> list[str]:
     text = ctx.fragment[best.cand.end :]
     if not best.append.startswith(("\n", "\r\n")) or text.startswith(("\n", "\r\n")):
         return []  # (no line break put in by the reading)
-    cut = ctx.tail[ctx.tail.rfind("\n") + 1 :].rstrip("\r")
-    line = text.split("\n", 1)[0].rstrip("\r")
+    cut = ctx.tail[ctx.tail.rfind("\n") + 1 :].rstrip("\r")[:NEAR_WINDOW]
+    line = text[:NEAR_WINDOW].split("\n", 1)[0].rstrip("\r")
     if line.startswith(cut):
         return []  # the cut line again whole, then more: weighed as a repeat already
     bare_cut, bare_line = cut.replace('"', ""), line.replace('"', "")[: len(cut) + 4]

@@ -8,12 +8,12 @@ it is the honest outcome and ``right`` is what an exact answer must be.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 
 import pytest
 
 from core import stitch
-from core.leads import is_chat
 
 
 @dataclass(frozen=True)
@@ -1914,25 +1914,43 @@ def test_a_restart_with_the_middle_left_out_and_no_copy_of_the_end_is_doubted() 
     assert result.ok and result.doubts
 
 
+# Found by an attacker review of the seventh session's rules (each was silent, or slow).
+def test_a_document_line_like_an_elision_is_no_elision() -> None:
+    line = "PASS tests/integration/test_alpha_module_loads_configuration_from_env (0.42s)"
+    doc = (
+        "=== Test run ===\n3 tests skipped\nPASS tests/unit/test_gamma (0.01s)\n"
+        f"{line}\n=== Test run ===\n3 tests skipped\n{line}\nFAIL tests/unit/test_beta\n"
+    )
+    cut = doc.index("=== Test run ===", 5)
+    result = stitch([doc[:cut], doc[cut:]], "text")
+    assert result.text == doc or result.doubts, result.text
+
+
 @pytest.mark.parametrize(
-    ("line", "chat"),
+    ("fragments", "fmt"),
     [
-        ("Of course, nothing went as planned.\n", False),  # the document's own sentence
-        ("Sure enough, the river arrived.\n", False),
-        ("Of course, here is the rest:\n", True),
-        ("Sure, here's the rest of the document:\n", True),
-        ("Okay, continuing the document.\n", True),
-        ("Certainly, I'll continue:\n", True),
-        ("Of course. Picking up from the cut:\n", True),
+        (
+            ["She asked me twice, and twice I said never again", "... never again, she said.\n"],
+            "text",
+        ),
+        (['{"lyric": "la la land, we are going home', '... we are going home", "n": 2}'], "json"),
     ],
 )
-def test_an_interjection_and_a_comma_is_chat_only_with_words_about_the_answer(
-    line: str, chat: bool
-) -> None:
-    assert is_chat(line) is chat
+def test_an_elision_mark_then_an_echo_of_the_end_is_doubted(fragments: list[str], fmt: str) -> None:
+    result = stitch(fragments, fmt)
+    assert result.ok and result.doubts, result.text
 
 
-def test_a_document_that_starts_with_of_course_keeps_its_first_line() -> None:
-    text = "Of course, nothing went as planned.\nThe ship left late and the crew was tired.\n"
-    result = stitch([text[:50], text[50:]], "text")
-    assert (result.text, result.doubts) == (text, [])
+def test_a_chat_line_with_an_interjection_and_a_comma_is_still_chat() -> None:
+    result = stitch(
+        ["# Guide\n\nStep one is to open the lid carefully.\n", "Sure, no problem.\nStep two.\n"],
+        "markdown",
+    )
+    assert "Sure" not in result.text
+
+
+def test_a_long_cut_line_begun_again_is_weighed_in_bounded_time() -> None:
+    started = time.perf_counter()
+    stitch(["Intro\n\n" + "x" * 32_000, "# " + "y" * 32_000 + "\n"], "markdown")
+    stitch(["id,note\n1," + "a" * 32_000, "2," + "b" * 32_000 + "\n"], "csv")
+    assert time.perf_counter() - started < 1.0
