@@ -542,9 +542,9 @@ def _breaks_spacing(ctx: _Context, best: _Tried, rival: _Tried) -> bool | None:
         return None
     window = ctx.tail[-SPACING_WINDOW:]
     window = window[: len(window.rstrip(_JSON_SPACE))]  # the cut's own run is the reading's
-    used = {m.groups() for m in _SEPARATED.finditer(window)}
-    count = sum(1 for _ in islice(_SEPARATED.finditer(window), SPACING_HABIT))
-    if count < SPACING_HABIT or rival_run in used:
+    seen = [m.groups() for m in _SEPARATED.finditer(window)]
+    used = set(seen)
+    if len(seen) < SPACING_HABIT or rival_run in used:
         return None
     best_run = _join_run(ctx.tail, best.append)
     return False if best_run is None or best_run in used else None
@@ -1049,16 +1049,16 @@ def _near_copy_doubts(ctx: _Context, best: _Tried) -> list[str]:
     if visible(probe) < NEAR_MIN or visible(window) < NEAR_MIN:
         return []
     if not _anchored(window, probe):
-        return []  # (the common case, found by two C string searches)
+        return []  # (the common case, found by a few C string searches)
     blocks = SequenceMatcher(None, window, probe, autojunk=False).get_matching_blocks()[:-1]
     first = next((i for i, b in enumerate(blocks) if b.b <= NEAR_SLACK), None)
     last = next((i for i, b in enumerate(blocks) if b.a + b.size >= len(window) - NEAR_SLACK), None)
     if first is None or last is None or last < first:
         return []
-    chain = blocks[first : last + 1]
-    matched = sum(b.size for b in chain)
-    copied = window[chain[0].a :]
-    said = probe[: chain[-1].b + chain[-1].size]
+    linked = blocks[first : last + 1]
+    matched = sum(b.size for b in linked)
+    copied = window[linked[0].a :]
+    said = probe[: linked[-1].b + linked[-1].size]
     if visible(copied) < NEAR_MIN or 2 * matched < NEAR_SHARE * (len(copied) + len(said)):
         return []
     before = ctx.tail[-2 * len(copied) : -len(copied)]
@@ -1096,8 +1096,8 @@ LINE_AGAIN_PREFIX = 8
 def _line_again_doubts(ctx: _Context, best: _Tried) -> list[str]:
     """The best ends the cut line where it was cut and starts a new line with the reply,
     whose first line is the cut line again with changes, quotes aside, or begins as it does
-    ("* Took young old,
-    like always days famil" + "* Took youthful old, ..."; "18,N/A," + '"18","N/A",ok'):
+    ("* Took young old, like always days famil" + "* Took youthful old, ..."; "18,N/A," +
+    '"18","N/A",ok'):
     the cut line begun again (a cut word is left in the document), or a new line like
     it, as lists and tables have."""
     if not ctx.seam.lines or ctx.line_start:
