@@ -65,9 +65,8 @@ def merge_json(
         if result is None:
             return None
         _, kept, more = result
-        if _opens_list_again(tail, kept):
-            more = [_LIST_AGAIN, *more]
-        return kept, "; ".join(more)
+        doubt = _begun_again(scan, tail, head, kept)
+        return kept, "; ".join([doubt, *more] if doubt else more)
 
     def repair(candidate: str) -> tuple[str, str] | None:
         quoted, requoted = _SINGLE_QUOTED.subn(r'\1"\2"', candidate)
@@ -86,6 +85,7 @@ def merge_json(
         repair=repair,
         lines=False,
         in_string=scan.carry_kind is Carry.STRING,
+        in_scalar=scan.carry_kind is Carry.TOKEN and not scan.carry.startswith('"'),
         aligned=_elements(scan),
         restarts=_restarts,
         structural=_structure if scan.carry_kind is not Carry.STRING else _never,
@@ -112,6 +112,24 @@ def merge_json(
     )
 
 
+def _begun_again(scan: JsonScanner, tail: str, head: str, text: str) -> str:
+    """The doubt for a reading whose text begins something again that the document holds
+    already (a list, the document, an element, a member), read as new JSON; or ''."""
+    if _opens_list_again(tail, text):
+        return _LIST_AGAIN
+    if _opens_object_again(tail, text):
+        return _OBJECT_AGAIN
+    if _reopens_document(scan, head, text):
+        return _DOCUMENT_AGAIN
+    key = _key_again(scan, tail, text)
+    if key is None:
+        return ""
+    return (
+        f"{AMBIGUOUS}seam: the reply begins with the key {key!r:.40}, which the open object "
+        "has already: the member begun again, or the key twice"
+    )
+
+
 _LIST_AGAIN = (
     f"{AMBIGUOUS}seam: the reply opens a new array where the list's elements are no "
     "arrays: the rest of the list begun again in an array of its own, or one element"
@@ -133,6 +151,69 @@ def _opens_list_again(tail: str, text: str) -> bool:
     closer = last.group(1)
     ends = {"}": "{", '"': '"', "e": "t", "l": "n"}.get(closer, "0" if closer.isdigit() else "")
     return any(ends in kind and first.group(1) in kind for kind in _VALUE_KINDS)
+
+
+_OBJECT_AGAIN = (
+    f"{AMBIGUOUS}seam: the reply opens an object where the array's last element is no "
+    "object: the document or an element begun again, or an element of another kind"
+)
+_NEW_OBJECT = re.compile(r"\s*\{")
+
+
+def _opens_object_again(tail: str, text: str) -> bool:
+    """Whether ``text`` opens an object after a comma that ends an array element that is
+    no object (``{"m": [[1, 2], `` + ``{"m": [[3, 4]]}``, ``"b": [1, `` + ``{"b": [1, 2]}``):
+    a model that begins the document or the cut element again reads as one odd element."""
+    last = _LAST_ELEMENT.search(tail[-64:])
+    # (Objects and nulls share arrays: a missing record.)
+    return not (last is None or last.group(1) in "}l" or _NEW_OBJECT.match(text) is None)
+
+
+_DOCUMENT_AGAIN = (
+    f"{AMBIGUOUS}seam: the reply begins as the document does, inside it: the document "
+    "begun again (a fresh copy of what is left), or an element like it"
+)
+#: The brackets a document opens with and its first key.
+_OPENING = re.compile(r'\s*((?:[\[{]\s*)+)"((?:[^"\\\n]|\\.){1,200})"\s*:')
+
+
+def _reopens_document(scan: JsonScanner, head: str, text: str) -> bool:
+    """Whether ``text``, below the document's top level, opens as the document does: its
+    brackets and first key (``{"events": [{...}, `` + ``{"events": [{...``), or the root
+    object's first key in an object below it (``"items": [{`` + ``"events": [``). A
+    model asked to go on that writes a fresh document reads as one more element."""
+    start = _OPENING.match(head)
+    if start is None or len(scan.frames) < 2:
+        return False
+    key = start.group(2)
+    again = _OPENING.match(text)
+    if again is not None:
+        same = "".join(again.group(1).split()) == "".join(start.group(1).split())
+        return same and again.group(2) == key
+    # (The first key of a root object only: an array's records all begin with theirs.)
+    first = _FIRST_KEY.match(text)
+    root_key = start.group(1).strip() == "{"
+    return root_key and first is not None and scan.frames[-1].kind == "{" and first.group(1) == key
+
+
+#: A key at the start of a reply (escapes kept as written).
+_FIRST_KEY = re.compile(r'\s*"((?:[^"\\\n]|\\.){1,200})"\s*:')
+
+
+def _key_again(scan: JsonScanner, tail: str, text: str) -> str | None:
+    """The key ``text`` starts with, where the object open at the cut has it already (or is
+    the value of that key): ``{"s": {"x": 3370, `` + ``"s": {"x": 3370.0, ...`` begins the
+    member again, with a change no repeat reading matches. None otherwise."""
+    if not scan.frames or scan.frames[-1].kind != "{":
+        return None
+    match = _FIRST_KEY.match(text)
+    if match is None:
+        return None
+    key, frame = match.group(1), scan.frames[-1]
+    if frame.label == key:
+        return key
+    body = tail[max(0, frame.open_at - (scan.length - len(tail))) :]
+    return key if re.search(rf'"{re.escape(key)}"\s*:', body) else None
 
 
 #: Trailing commas removed from one reading at most (a slip, not a style).
@@ -201,6 +282,16 @@ def _scalar_run(tail: str, square: str) -> bool:
     return all(value in seen or any(value in known for known in seen) for value in values)
 
 
+def _unsurprising(seen: Callable[[], set[str]], body: str) -> bool:
+    """Whether the elements in ``body`` are few enough, for the values the array uses
+    (``seen``), to come twice in a row by chance: 13 values of 8 (39 bits) are no
+    coincidence, whereas a few values, or values from a vocabulary of two, are."""
+    values = [value for value in _SCALAR_BREAK.split(body) if value]
+    if len(values) > SURPRISE_BITS:  # a bit each at least
+        return False
+    return len(values) * math.log2(max(2, len(seen()))) <= SURPRISE_BITS
+
+
 def _structure(square: str) -> bool:
     """A square holding a key: JSON that cannot follow itself (``"id": "id":``). Arrays of
     scalars can (``[0, [0, ``: a matrix), and so can whole objects of an array, or the
@@ -223,8 +314,14 @@ def _never(square: str) -> bool:
 def _elements(scan: JsonScanner) -> Callable[[str, str, str], bool]:
     """Whether a square is whole scalar elements of the array open at the cut."""
     in_array = bool(scan.frames) and scan.frames[-1].kind == "["
+    vocabulary: list[set[str]] = []  # the tail is one text for the whole seam
 
     def aligned(tail: str, square: str, rest: str) -> bool:
+        def seen() -> set[str]:
+            if not vocabulary:
+                vocabulary.append(set(_SCALAR_BREAK.split(tail[-8192:])))
+            return vocabulary[0]
+
         if in_array and _scalar_run(tail, square):
             return True
         # Scalars repeat in data ([0, 0], ["a", "a"]); a whole object twice in a row is
@@ -233,9 +330,10 @@ def _elements(scan: JsonScanner) -> Callable[[str, str, str], bool]:
             return False
         body = square.strip()
         before = tail[: len(tail) - len(square)].rstrip()
-        if body.startswith(","):  # ", 68, 19" after "19": elements, commas first
-            return True
-        return body.endswith(",") and before.endswith((",", "["))  # "19, " after "," or "["
+        # ", 68, 19" after "19" (elements, commas first), "19, " after "," or "[": whole
+        # elements, as many as data of the array's vocabulary repeats by chance.
+        whole = body.startswith(",") or (body.endswith(",") and before.endswith((",", "[")))
+        return whole and _unsurprising(seen, body)
 
     return aligned
 

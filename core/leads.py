@@ -54,11 +54,31 @@ _CHAT = re.compile(
 )
 #: Lines that start like the document's own blocks are never taken for chat.
 _CONTENT_START = re.compile(r"[ \t]*(?:[-*+>|#][ \t]|\d{1,9}[.)][ \t]|[\[{\"])")
+#: What a model says of the document when it has nothing more to add: the end of it, or
+#: that it was complete. Words a document does not say of itself.
+_DONE = (
+    r"(?:this|that) (?:completes|concludes|is the (?:end|rest|complete|full))"
+    r"|end of (?:the )?(?:doc|text|response|reply|answer|output|file|csv|json|data)"
+    r"|no (?:further|more) (?:content|text|rows|data)|nothing (?:further|more) (?:to add|follows)"
+    r"|that(?:'s|\u2019s| is) (?:the (?:end|rest|complete)|all (?:\d+ )?(?:the )?(?:rows|records"
+    r"|entries))"
+    r"|it (?:looks|seems) like (?:the|my) (?:previous|last|earlier) (?:response|reply|answer)"
+    r"|the (?:document|text|response|csv|json|file|output)(?: above)? (?:is|was) (?:already )?"
+    r"(?:complete|finished|done)"
+)
+_OPENER = r"[ \t]*[*_(\[]*[ \t]*"
 _SIGN_OFF = re.compile(
-    r"[ \t]*[*_]*[ \t]*(?:let me know|i hope|hope this|feel free|would you like"
+    _OPENER + r"(?:let me know|i hope|hope this|feel free|would you like"
     r"|if you (?:need|want|have|would)|shall i|do you want|happy to help|is there anything"
-    r"|(?:this|that) (?:completes|concludes|is the (?:end|rest|complete|full))|end of (?:the )?doc"
-    r"|that(?:'s| is) the (?:end|rest|complete))\b",
+    r"|(?:want|should) (?:me|i) to|should i add|" + _DONE + r")\b",
+    re.IGNORECASE,
+)
+_DONE_NOTE = re.compile(_OPENER + r"(?:" + _DONE + r")\b", re.IGNORECASE)
+#: A line that only says the reply goes on ("*(continued)*", "[Continued]", "(cont.)"):
+#: the wrapper's, whatever it starts with.
+_CONTINUED = re.compile(
+    r"[ \t]*[*_]*[ \t]*[(\[][ \t]*(?:continued|cont(?:'d|\u2019d|\.)|continuation)[ \t]*[)\]]"
+    r"[ \t]*[*_]*[ \t]*[.:]?[ \t]*",
     re.IGNORECASE,
 )
 
@@ -95,8 +115,18 @@ def fence_of(line: str) -> tuple[str, str] | None:
     return match.group("fence"), info
 
 
+#: A line that ends saying it goes on: a heading again ("## 2. Setup (continued)").
+_CONTINUED_END = re.compile(
+    r"[^\n]{0,200}?[ \t][(\[][ \t]*(?:continued|cont(?:'d|\u2019d|\.))[ \t]*[)\]]"
+    r"[ \t]*[*_:.]*[ \t]*",
+    re.IGNORECASE,
+)
+
+
 def is_chat(line: str) -> bool:
     line = line.rstrip("\r\n")
+    if _CONTINUED.fullmatch(line):
+        return True
     if len(line) > MAX_LEAD_LINE or _CONTENT_START.match(line) or line.count('"') % 2:
         return False  # an odd quote closes a quoted value: the line is the document's
     return _CHAT.match(line) is not None
@@ -104,6 +134,14 @@ def is_chat(line: str) -> bool:
 
 def is_sign_off(line: str) -> bool:
     return len(line) <= MAX_LEAD_LINE and _SIGN_OFF.match(line) is not None
+
+
+def done_note(text: str) -> bool:
+    """Whether ``text`` is only a note that the document was complete already ("(No
+    further content.)", "It looks like the previous response was already complete."): a
+    reply that carries nothing. One line, in words a document does not say of itself."""
+    line = text.strip()
+    return 0 < len(line) <= MAX_LEAD_LINE and "\n" not in line and bool(_DONE_NOTE.match(line))
 
 
 def is_colon_prose(line: str) -> bool:
@@ -150,8 +188,8 @@ def lead_candidates(
                 strength = kind  # prose, then a fence the format never holds: a wrapper
         elif prose and is_chat(line):
             kind = Strength.STRONG
-        elif prose and is_colon_prose(line):
-            kind = Strength.WEAK
+        elif prose and (is_colon_prose(line) or _CONTINUED_END.fullmatch(line.rstrip("\r\n"))):
+            kind = Strength.WEAK  # (a document may have such a line of its own)
         else:
             break
         strength = kind if not seen else min(strength, kind)

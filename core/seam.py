@@ -41,6 +41,7 @@ from core.leads import (
     Strength,
     any_fence,
     closing_fence,
+    done_note,
     lead_candidates,
     sign_off,
 )
@@ -56,6 +57,7 @@ from core.squares import (
     glue_known,
     line_prefix,
     no_structure,
+    period_of,
     plausible_square,
     restarts_cut_word,
     token_cut,
@@ -130,6 +132,8 @@ class Seam:
     restart_min: int = RESTART_MIN
     #: JSON: the cut is inside a string, so whitespace there is content.
     in_string: bool = False
+    #: JSON: the cut is inside a number or literal (no key, no string).
+    in_scalar: bool = False
     #: Whether ``square`` (text ending the tail, ``rest`` after it in the fragment) is
     #: whole records a document may repeat.
     aligned: Callable[[str, str, str], bool] = whole_lines
@@ -264,12 +268,24 @@ def _candidates(ctx: _Context, lead: Lead, start: int, notes: tuple[str, ...]) -
         if end == 1 and body[0] == "\n" and ctx.tail.endswith("\r"):
             continue  # the LF of the CRLF the cut split: the text's own, no repeat
         square = ctx.tail[-size:]
+        if _splits_token_after_space(ctx, body, size):
+            continue
         confirmed = not _plausible_square(ctx.tail, square, seam, body[end:])
         if weak:  # as above: blank lines bent before the cut line's start prove no more
             prefix = line_prefix(ctx.tail, square.lstrip("\r\n")) and info < RESTART_MIN
             confirmed = confirmed and info >= CONFIRM and not prefix
         out.append(_Candidate(lead, start, start + end, info, False, confirmed, notes))
     return out
+
+
+def _splits_token_after_space(ctx: _Context, body: str, size: int) -> bool:
+    """JSON, the cut in a number or literal: a reply that starts with white space re-states
+    whole tokens, so a repeat bent over white space cannot begin inside the cut one
+    ("[3291" + "\n  1E-7," is no repeat of "1": it would glue 3291E-7)."""
+    if not ctx.seam.in_scalar or not body[:1].isspace():
+        return False
+    before = ctx.tail[-size - 1 : -size]
+    return before.isalnum() and ctx.tail[-size].isalnum()
 
 
 def _restarted(ctx: _Context, lead: Lead, body: str) -> bool:
@@ -282,6 +298,24 @@ def _restarted(ctx: _Context, lead: Lead, body: str) -> bool:
         return ctx.seam.restarts(ctx.head, body)
     size = min(len(ctx.head), len(body))
     return size >= ctx.seam.restart_min and body.startswith(ctx.head[:size])
+
+
+#: Characters of the tail's end whose period a restart is checked against.
+RESTART_PERIOD_PROBE = 512
+
+
+def _restart_continues(ctx: _Context, body: str) -> bool:
+    """Whether a body that begins the document again goes on the tail's period as well:
+    a document periodic from its start ("word word ..." cut every 100 characters) gains
+    the same text whether the reply restarts it or continues it, so it is no sure restart
+    (read as one, every fragment was dropped as a repeat: 200,000 characters came back as
+    10,000). The seam's repeats are then weighed as any periodic seam's are."""
+    probe = ctx.tail[-RESTART_PERIOD_PROBE:]
+    period = period_of(probe)
+    if 2 * period > len(probe):
+        return False
+    joined = probe[-period:] + body[: min(len(ctx.head), len(body))]
+    return joined[period:] == joined[:-period]
 
 
 def _evaluate(ctx: _Context, cand: _Candidate) -> _Tried | None:
@@ -303,7 +337,11 @@ def _evaluate(ctx: _Context, cand: _Candidate) -> _Tried | None:
             warnings.append(f"dropped the wrapper's closing fence: {dropped.strip()!r:.80}")
             text, breaks = _closed_text(ctx, text)
             end_doubts += breaks
-    if not closed:
+    if not closed and done_note(text):
+        # The whole reply says the document was complete: nothing to add, no line break.
+        warnings.append(f"dropped a note that the document was complete: {text.strip()!r:.80}")
+        text = ""
+    elif not closed:
         cut = sign_off(text)
         if cut < len(text):
             warnings.append(f"dropped a closing remark: {text[cut:].strip()!r:.80}")
@@ -657,6 +695,7 @@ def plan_seam(
     doubts += _break_doubts(ctx, best)
     doubts += _near_copy_doubts(ctx, best)
     doubts += _line_again_doubts(ctx, best)
+    doubts += _reindented_doubts(ctx, best)
     doubts += _rewritten_restart(ctx, best)
     reading = best.reading
     if doubts:
@@ -725,7 +764,7 @@ def _gather(ctx: _Context) -> tuple[list[_Candidate], tuple[Lead, int] | None]:
         cands += _header_candidates(ctx, lead, body)
         found = _candidates(ctx, lead, lead.end, ())
         found += _elided_restart(ctx, lead, body)
-        exact = _restarted(ctx, lead, body)
+        exact = _restarted(ctx, lead, body) and not _restart_continues(ctx, body)
         rewritten = -1 if exact else _rewritten_past_tail(ctx, body)
         if exact or rewritten >= 0:
             # A restart is new text only past the cut; what keeps the restart (or the
@@ -1125,6 +1164,30 @@ def _line_again_doubts(ctx: _Context, best: _Tried) -> list[str]:
     ]
 
 
+#: Visible characters of an indented cut line that a re-indented copy must hold.
+REINDENTED_MIN = 1
+_INDENT = re.compile(r"[ \t]+")
+
+
+def _reindented_doubts(ctx: _Context, best: _Tried) -> list[str]:
+    """The best glues the reply onto an indented cut line, and the reply starts with the
+    cut line again, indented otherwise ("        retu" + "\t\treturn 1"): the line begun
+    again with tabs for spaces (or back), which no repeat reading matches, or new text."""
+    if not ctx.seam.lines or ctx.line_start or best.append[:1] not in (" ", "\t"):
+        return []
+    cut_line = ctx.tail[ctx.tail.rfind("\n") + 1 :][:NEAR_WINDOW]
+    indent, again = _INDENT.match(cut_line), _INDENT.match(best.append)
+    if indent is None or again is None or indent.group() == again.group():
+        return []
+    content = cut_line[indent.end() :]
+    if visible(content) < REINDENTED_MIN or not best.append.startswith(content, again.end()):
+        return []
+    return [
+        f"{AMBIGUOUS}seam: the reply begins with the cut line again, indented otherwise "
+        f"({best.append[: again.end() + 20]!r}): the line begun again, or new text"
+    ]
+
+
 def _echo_doubts(ctx: _Context, best: _Tried, cands: list[_Candidate]) -> list[str]:
     """A copy of earlier text: a repeat the output limit cut before it reached the cut, or
     the document saying the same again. Only asking again can tell."""
@@ -1265,17 +1328,55 @@ def _line_endings(head: str, tail: str, text: str, warnings: list[str]) -> str:
     return _as_document(head, tail, text, warnings)
 
 
+_BARE_LF = re.compile(r"(?<!\r)\n")
+#: Characters of the tail's end looked at for a bare LF in a CRLF document.
+MIXED_WINDOW = 4096
+
+
+_BREAK_OR_QUOTE = re.compile(r'"|\r?\n')
+_QUOTE_OR_CRLF = re.compile(r'"|\r\n')
+
+
+def _quoted_lfs(text: str) -> bool:
+    """Whether, from one of the two quote states the text may start in, every bare LF of
+    ``text`` is inside double quotes and every CRLF outside them (CRLF records, LF inside
+    quoted fields), with one of each at least. Line breaks before the first quote or CRLF
+    and after the last are left out (a wrapper's: "```csv\n", a closing remark)."""
+    first = _QUOTE_OR_CRLF.search(text)
+    if first is None:
+        return False
+    span = text[first.start() : max(text.rfind('"') + 1, text.rfind("\r\n") + 2)]
+    for quoted in (False, True):
+        inside, bare, crlf = quoted, 0, 0
+        for mark in _BREAK_OR_QUOTE.finditer(span):
+            found = mark.group()
+            if found == '"':
+                inside = not inside
+            elif inside != (found == "\n"):
+                break  # a CRLF inside quotes, or a bare LF outside them
+            else:
+                bare, crlf = bare + (found == "\n"), crlf + (found != "\n")
+        else:
+            if bare and crlf:
+                return True
+    return False
+
+
 def _as_document(head: str, tail: str, text: str, warnings: list[str]) -> str:
     sample = head if "\n" in head else tail
     nl = sample.find("\n")
     if nl < 0 or "\n" not in text:
         return text
     if nl > 0 and sample[nl - 1] == "\r":
-        # A fragment that writes CRLF for most of its line breaks writes its bare LFs on
-        # purpose (a line break inside a quoted CSV field, as spreadsheets export them):
-        # kept as they are.
+        if _BARE_LF.search(head) or _BARE_LF.search(tail[-MIXED_WINDOW:]):
+            # The document mixes them already (CRLF rows, LF inside quoted cells, as
+            # spreadsheets export them): the fragment's are kept as it wrote them.
+            return text
+        # A fragment that writes CRLF for most of its line breaks, or between quoted
+        # fields that hold its bare LFs (as spreadsheets export them), writes those on
+        # purpose: kept as they are.
         crlf = text.count("\r\n")
-        if text.count("\n") - crlf > crlf:
+        if text.count("\n") - crlf > crlf and not _quoted_lfs(text):
             warnings.append("wrote the fragment's line breaks as CRLF, as the document does")
             return text.replace("\r\n", "\n").replace("\n", "\r\n")
         return text
