@@ -282,6 +282,7 @@ def _seam(scan: CsvScan, tail: str, *, exact: bool = False) -> Seam:
         rejoins=_value_rejoins,
         exact=exact,
         blank_lines=False,
+        in_field=scan.mode is CsvMode.QUOTED,
     )
 
 

@@ -173,8 +173,9 @@ _DOCUMENT_AGAIN = (
     f"{AMBIGUOUS}seam: the reply begins as the document does, inside it: the document "
     "begun again (a fresh copy of what is left), or an element like it"
 )
-#: The brackets a document opens with and its first key.
-_OPENING = re.compile(r'\s*((?:[\[{]\s*)+)"((?:[^"\\\n]|\\.){1,200})"\s*:')
+#: The brackets a document opens with, its first key and the bracket its value opens.
+_OPENING = re.compile(r'\s*((?:[\[{]\s*)+)"((?:[^"\\\n]|\\.){1,200})"\s*:\s*([\[{]?)')
+_KEY_VALUE = re.compile(r'\s*"((?:[^"\\\n]|\\.){1,200})"\s*:\s*([\[{]?)')
 
 
 def _reopens_document(scan: JsonScanner, head: str, text: str) -> bool:
@@ -190,10 +191,12 @@ def _reopens_document(scan: JsonScanner, head: str, text: str) -> bool:
     if again is not None:
         same = "".join(again.group(1).split()) == "".join(start.group(1).split())
         return same and again.group(2) == key
-    # (The first key of a root object only: an array's records all begin with theirs.)
-    first = _FIRST_KEY.match(text)
-    root_key = start.group(1).strip() == "{"
-    return root_key and first is not None and scan.frames[-1].kind == "{" and first.group(1) == key
+    # (The first key of a root object only, holding an array or object: an array's records
+    # all begin with theirs, and trees and GeoJSON say "type" or "name" at every level.)
+    first = _KEY_VALUE.match(text)
+    if first is None or start.group(1).strip() != "{" or not start.group(3):
+        return False
+    return scan.frames[-1].kind == "{" and first.group(1, 2) == (key, start.group(3))
 
 
 #: A key at the start of a reply (escapes kept as written).
@@ -292,6 +295,16 @@ def _unsurprising(seen: Callable[[], set[str]], body: str) -> bool:
     return len(values) * math.log2(max(2, len(seen()))) <= SURPRISE_BITS
 
 
+def _cycle_again(scan: JsonScanner, tail: str, square: str) -> bool:
+    """Whether the square's elements are the open array's first ones: data in cycles (a
+    rota, a progression) says its first values again, however many."""
+    start = scan.frames[-1].open_at + 1 - (scan.length - len(tail))
+    if start < 0:
+        return False
+    unit = "".join(square.split()).strip(",")
+    return bool(unit) and "".join(tail[start:].split()).startswith(unit)
+
+
 def _structure(square: str) -> bool:
     """A square holding a key: JSON that cannot follow itself (``"id": "id":``). Arrays of
     scalars can (``[0, [0, ``: a matrix), and so can whole objects of an array, or the
@@ -333,7 +346,7 @@ def _elements(scan: JsonScanner) -> Callable[[str, str, str], bool]:
         # ", 68, 19" after "19" (elements, commas first), "19, " after "," or "[": whole
         # elements, as many as data of the array's vocabulary repeats by chance.
         whole = body.startswith(",") or (body.endswith(",") and before.endswith((",", "[")))
-        return whole and _unsurprising(seen, body)
+        return whole and (_unsurprising(seen, body) or _cycle_again(scan, tail, square))
 
     return aligned
 

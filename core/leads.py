@@ -54,28 +54,38 @@ _CHAT = re.compile(
 )
 #: Lines that start like the document's own blocks are never taken for chat.
 _CONTENT_START = re.compile(r"[ \t]*(?:[-*+>|#][ \t]|\d{1,9}[.)][ \t]|[\[{\"])")
-#: What a model says of the document when it has nothing more to add: the end of it, or
-#: that it was complete. Words a document does not say of itself.
+#: What a model says of its own reply when it has nothing more to add: words a document
+#: does not say of itself ("(No further content.)", "It looks like the previous response
+#: was already complete."), dropped with no doubt, in brackets or not.
 _DONE = (
-    r"(?:this|that) (?:completes|concludes|is the (?:end|rest|complete|full))"
-    r"|end of (?:the )?(?:doc|text|response|reply|answer|output|file|csv|json|data)"
-    r"|no (?:further|more) (?:content|text|rows|data)|nothing (?:further|more) (?:to add|follows)"
-    r"|that(?:'s|\u2019s| is) (?:the (?:end|rest|complete)|all (?:\d+ )?(?:the )?(?:rows|records"
-    r"|entries))"
+    r"no (?:further|more) content"
     r"|it (?:looks|seems) like (?:the|my) (?:previous|last|earlier) (?:response|reply|answer)"
-    r"|the (?:document|text|response|csv|json|file|output)(?: above)? (?:is|was) (?:already )?"
-    r"(?:complete|finished|done)"
+    r" (?:was|is) (?:already )?complete"
+    r"|the (?:document|text|response|output)(?: above)? (?:is|was) (?:already )?"
+    r"(?:complete|finished)"
+    r"|that(?:'s|\u2019s| is) all \d+ (?:rows|records|entries)"
+    r"|that(?:'s|\u2019s| is) the end of the (?:document|response|text|output)"
+    r"|end of (?:the )?(?:response|reply|answer|output)"
 )
-_OPENER = r"[ \t]*[*_(\[]*[ \t]*"
 _SIGN_OFF = re.compile(
-    _OPENER + r"(?:let me know|i hope|hope this|feel free|would you like"
+    r"[ \t]*[*_]*[ \t]*(?:let me know|i hope|hope this|feel free|would you like"
     r"|if you (?:need|want|have|would)|shall i|do you want|happy to help|is there anything"
-    r"|(?:want|should) (?:me|i) to|should i add|" + _DONE + r")\b",
+    r"|(?:this|that) (?:completes|concludes|is the (?:end|rest|complete|full))"
+    r"|end of (?:the )?doc(?:ument)?"
+    r"|that(?:'s| is) the (?:end|rest|complete))\b"
+    r"|[ \t]*[*_(\[]*[ \t]*(?:" + _DONE + r")\b",
     re.IGNORECASE,
 )
-_DONE_NOTE = re.compile(_OPENER + r"(?:" + _DONE + r")\b", re.IGNORECASE)
+_DONE_NOTE = re.compile(r"[ \t]*[*_(\[]*[ \t]*(?:" + _DONE + r")\b", re.IGNORECASE)
+#: A bracketed line on the end of the text ("(End of the text.)"): the reply's most often,
+#: but a document may end so; dropped with a doubt.
+_END_MARK = re.compile(
+    r"[ \t]*[*_]*[(\[][ \t]*end of (?:the )?(?:text|document|file|essay|story|report|data|csv|list"
+    r"|table)[ \t.!]*[)\]][ \t*_]*",
+    re.IGNORECASE,
+)
 #: A line that only says the reply goes on ("*(continued)*", "[Continued]", "(cont.)"):
-#: the wrapper's, whatever it starts with.
+#: the wrapper's most often, whatever it starts with (a document may say so of a table).
 _CONTINUED = re.compile(
     r"[ \t]*[*_]*[ \t]*[(\[][ \t]*(?:continued|cont(?:'d|\u2019d|\.)|continuation)[ \t]*[)\]]"
     r"[ \t]*[*_]*[ \t]*[.:]?[ \t]*",
@@ -125,23 +135,65 @@ _CONTINUED_END = re.compile(
 
 def is_chat(line: str) -> bool:
     line = line.rstrip("\r\n")
-    if _CONTINUED.fullmatch(line):
-        return True
     if len(line) > MAX_LEAD_LINE or _CONTENT_START.match(line) or line.count('"') % 2:
         return False  # an odd quote closes a quoted value: the line is the document's
     return _CHAT.match(line) is not None
 
 
+#: An interjection and a comma, then words ("Of course, nothing went as planned."): chat
+#: where the words are about the answer, else as likely a document's own first line.
+_SOFT_CHAT = re.compile(
+    r"[ \t]*(?:\*\*|__)?[ \t]*(?:sure(?: thing)?|certainly|of course|okay|ok|alright|absolutely"
+    r"|no problem|got it|understood|apologies|my apologies|sorry)[ \t]*,[ \t]+(?P<rest>[^\n]*)",
+    re.IGNORECASE,
+)
+_ANSWER_WORDS = re.compile(
+    r"\b(?:here|rest|remainder|continu\w*|document|json|csv|markdown|text|output|below"
+    r"|following|request\w*|asked|pick\w*|resum\w*|left off|cut|happy|glad|problem"
+    r"|i'll|i\u2019ll|i will|let me|where)\b",
+    re.IGNORECASE,
+)
+
+
+def soft_chat(line: str) -> bool:
+    """Whether a line taken for chat is an interjection and a comma before words that say
+    nothing of the answer: the document's first line, as likely."""
+    match = _SOFT_CHAT.match(line)
+    return match is not None and _ANSWER_WORDS.search(match.group("rest")) is None
+
+
 def is_sign_off(line: str) -> bool:
-    return len(line) <= MAX_LEAD_LINE and _SIGN_OFF.match(line) is not None
+    return len(line) <= MAX_LEAD_LINE and (
+        _SIGN_OFF.match(line) is not None or _END_MARK.fullmatch(line.strip()) is not None
+    )
 
 
 def done_note(text: str) -> bool:
     """Whether ``text`` is only a note that the document was complete already ("(No
-    further content.)", "It looks like the previous response was already complete."): a
-    reply that carries nothing. One line, in words a document does not say of itself."""
+    further content.)", "It looks like the previous response was already complete."), a
+    sign-off at most after it: a reply that carries nothing. One line, in words a document
+    does not say of itself."""
     line = text.strip()
-    return 0 < len(line) <= MAX_LEAD_LINE and "\n" not in line and bool(_DONE_NOTE.match(line))
+    if not 0 < len(line) <= MAX_LEAD_LINE or "\n" in line:
+        return False
+    match = _DONE_NOTE.match(line)
+    if match is None:
+        return False
+    rest = line[match.end() :].lstrip(" \t.!*_)]")
+    return not rest or is_sign_off(rest)
+
+
+def end_mark(text: str) -> bool:
+    """Whether ``text`` is a bracketed end-of-text line (see ``_END_MARK``)."""
+    return _END_MARK.fullmatch(text.strip()) is not None
+
+
+def _continued(line: str) -> bool:
+    """A colon line, or one that only says the reply goes on ("*(continued)*") or ends so
+    (a heading again: "## 2. Setup (cont.)"): a document may hold such a line too."""
+    return is_colon_prose(line) or bool(
+        _CONTINUED.fullmatch(line) or _CONTINUED_END.fullmatch(line)
+    )
 
 
 def is_colon_prose(line: str) -> bool:
@@ -188,7 +240,7 @@ def lead_candidates(
                 strength = kind  # prose, then a fence the format never holds: a wrapper
         elif prose and is_chat(line):
             kind = Strength.STRONG
-        elif prose and (is_colon_prose(line) or _CONTINUED_END.fullmatch(line.rstrip("\r\n"))):
+        elif prose and _continued(line.rstrip("\r\n")):
             kind = Strength.WEAK  # (a document may have such a line of its own)
         else:
             break
@@ -208,8 +260,9 @@ def closing_fence(text: str, fence: str, *, line_start: bool) -> tuple[str, str]
     """
     if not fence:
         return text, ""
-    pos = len(text)
-    # Walk back over trailing prose and blank lines to the last fence-looking line.
+    pos, signed = len(text), False
+    # Walk back over trailing prose and blank lines to the last fence-looking line (and a
+    # rule above a sign-off: "```" + "\n\n---\n*End of document.*").
     for _ in range(MAX_LEAD_LINES + 2):
         end = len(text[:pos].rstrip())
         start = text.rfind("\n", 0, end) + 1
@@ -219,10 +272,14 @@ def closing_fence(text: str, fence: str, *, line_start: bool) -> tuple[str, str]
             return text[:keep], text[keep:]
         if not line or start == 0:
             return text, ""
-        if not (is_sign_off(line) or is_chat(line)):
+        if not (is_sign_off(line) or is_chat(line) or (signed and _RULE.fullmatch(line))):
             return text, ""
+        signed = True
         pos = start
     return text, ""
+
+
+_RULE = re.compile(r"-{3,}|\*{3,}|_{3,}")
 
 
 def sign_off(text: str) -> int:

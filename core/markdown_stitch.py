@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import replace
+from itertools import pairwise
 
 from pydantic import BaseModel, ConfigDict
 
@@ -260,10 +261,33 @@ def _accept(scan: MarkdownScan, nl: str = "\n") -> Accept:
         if needs_break(scan, text):
             if not (_row_fits(scan, "\n" + text) and _delimiter_fits(scan, "\n" + text)):
                 return None
-            return nl + text, "inserted a line break: the fragment starts a new block"
-        return (text, "") if _row_fits(scan, text) and _delimiter_fits(scan, text) else None
+            note = "inserted a line break: the fragment starts a new block"
+            return nl + text, "; ".join(filter(None, (_header_again(scan, "\n" + text), note)))
+        if not (_row_fits(scan, text) and _delimiter_fits(scan, text)):
+            return None
+        return text, _header_again(scan, text)
 
     return accept
+
+
+#: Lines of a reading looked at for the open table's header again.
+HEADER_AGAIN_LINES = 4
+
+
+def _header_again(scan: MarkdownScan, text: str) -> str:
+    """A doubt where the reading writes the open table's header row and a delimiter row
+    again inside it after a row cut short (the reply began the table again, which no
+    repeat reading removes), else ''."""
+    if not scan.table or _in_code(scan) or not scan.partial.lstrip().startswith("|"):
+        return ""  # (after a whole row, the table's own dropper reads a header again)
+    header = _cells(scan.table.partition("\n")[0])
+    lines = (scan.partial + text).split("\n", HEADER_AGAIN_LINES)[:HEADER_AGAIN_LINES]
+    for above, line in pairwise(lines):
+        if not above.strip():
+            return ""  # (a table of its own after a blank line may have that header too)
+        if _is_separator(line) and _cells(above) == header:
+            return f"{AMBIGUOUS}seam: the table's header row again inside it: the table begun"
+    return ""
 
 
 def _close_wrapper(

@@ -42,8 +42,10 @@ from core.leads import (
     any_fence,
     closing_fence,
     done_note,
+    end_mark,
     lead_candidates,
     sign_off,
+    soft_chat,
 )
 from core.merge import Merge
 from core.overlap import Splice, exact_overlaps, normalized_overlaps, visible
@@ -54,6 +56,7 @@ from core.squares import (
     completes_cut_word,
     completes_known_word,
     duplicate_line,
+    ends_in_known_word,
     glue_known,
     line_prefix,
     no_structure,
@@ -134,6 +137,8 @@ class Seam:
     in_string: bool = False
     #: JSON: the cut is inside a number or literal (no key, no string).
     in_scalar: bool = False
+    #: CSV: the cut is inside a quoted field.
+    in_field: bool = False
     #: Whether ``square`` (text ending the tail, ``rest`` after it in the fragment) is
     #: whole records a document may repeat.
     aligned: Callable[[str, str, str], bool] = whole_lines
@@ -337,14 +342,17 @@ def _evaluate(ctx: _Context, cand: _Candidate) -> _Tried | None:
             warnings.append(f"dropped the wrapper's closing fence: {dropped.strip()!r:.80}")
             text, breaks = _closed_text(ctx, text)
             end_doubts += breaks
-    if not closed and done_note(text):
+    if not closed and _at_rest(ctx) and done_note(text):
         # The whole reply says the document was complete: nothing to add, no line break.
         warnings.append(f"dropped a note that the document was complete: {text.strip()!r:.80}")
         text = ""
     elif not closed:
         cut = sign_off(text)
         if cut < len(text):
-            warnings.append(f"dropped a closing remark: {text[cut:].strip()!r:.80}")
+            remark = text[cut:].strip()
+            warnings.append(f"dropped a closing remark: {remark!r:.80}")
+            if end_mark(remark):
+                end_doubts.append(f"{AMBIGUOUS}seam: {END_MARK_DROPPED}: {remark!r:.60}")
             text, breaks = _closed_text(ctx, text[:cut])
             end_doubts += breaks
     accepted = seam.accept(text)
@@ -363,6 +371,20 @@ def _evaluate(ctx: _Context, cand: _Candidate) -> _Tried | None:
     fence = "" if closed else fence
     reading = Reading(splice, append, fence, tuple(warnings), doubts, closed=closed)
     return _Tried(cand, append, reading, repaired)
+
+
+END_MARK_DROPPED = "dropped a bracketed end-of-text line, which may be the document's own"
+#: What a text may end in where the document could be complete.
+_RESTS = ".!?\"')]}*_`|>-\u201d\u2019"
+
+
+def _at_rest(ctx: _Context) -> bool:
+    """Whether the delivered text ends where the document may end: a line, a sentence, a
+    closed value (not inside a word, a string or a field)."""
+    if ctx.line_start:
+        return True
+    last = ctx.tail.rstrip()[-1:]
+    return not ctx.seam.in_string and bool(last) and last in _RESTS
 
 
 def _closed_text(ctx: _Context, text: str) -> tuple[str, list[str]]:
@@ -1023,12 +1045,17 @@ def _break_doubts(ctx: _Context, best: _Tried) -> list[str]:
     "\n."), or the rest of the cut word ("turn eac" + "\nh. Room"). The break may be the
     text's, or the reply's own start: only asking again can tell."""
     seam = ctx.seam
-    if not (seam.lines and seam.blank_lines) or ctx.line_start or best.repaired:
-        return []  # (JSON white space is no text; a CSV line break ends a record)
+    if not seam.lines or ctx.line_start or best.repaired:
+        return []  # (JSON white space is no text)
     text = ctx.fragment[best.cand.end :]
     after = text.lstrip("\r\n")
     if after == text or not after.strip() or after[:1].isspace():
         return []
+    if not seam.blank_lines:
+        # CSV: a line break ends a record, but inside a quoted field it is the field's:
+        # one between two letters or digits there ('28,"Sm' + '\nith, Dave"') splits a word,
+        # and one that opens the field ('"' + '\n1"') is no value's start.
+        return [f"{AMBIGUOUS}seam: {QUOTED_BREAK}"] if _splits_field(ctx, after) else []
     starts_lines = "\n" + after[:1] in ctx.tail[-SPACING_WINDOW:]  # ("0" lines, "...." lines)
     glued = _glued_on(ctx.tail, after) and not starts_lines
     if glued or completes_cut_word(ctx.tail, after) or _breaks_mid_line(ctx.tail, text, after):
@@ -1039,6 +1066,22 @@ def _break_doubts(ctx: _Context, best: _Tried) -> list[str]:
     return []
 
 
+def _splits_field(ctx: _Context, after: str) -> bool:
+    """CSV, the cut inside a quoted field, the reply a line break then a letter or digit:
+    the break opens the field, splits a number, or splits a word the document never used
+    whole ("Sm" + "ith"; "line one" + "line two" breaks after a word it uses)."""
+    last = ctx.tail[-1:]
+    if not ctx.seam.in_field or not after[:1].isalnum():
+        return False
+    if last == '"' or (last.isdigit() and after[:1].isdigit()):
+        return True
+    return last.isalnum() and not ends_in_known_word(ctx.tail)
+
+
+QUOTED_BREAK = (
+    "the reply starts with a line break inside a quoted field, before a letter or digit: "
+    "the break may be the reply's, not the field's"
+)
 #: Wrapped lines a document must show before its wrapping width is taken as a habit.
 WRAP_HABIT = 3
 #: The share of that width a cut line must reach for a line break there to be a wrap.
@@ -1063,8 +1106,9 @@ def _breaks_mid_line(tail: str, text: str, after: str) -> bool:
     if len(wrapped) >= WRAP_HABIT:
         return len(cut) < WRAP_SHARE * wrapped[len(wrapped) // 2]
     # No wrapping seen: a break inside a sentence is none of the text's where the text
-    # runs its paragraphs on in long lines (a short text says nothing).
-    return any(len(line) > max(UNWRAPPED, 2 * len(cut)) for line in lines)
+    # runs its paragraphs on in long lines, the cut one included (a short text says
+    # nothing).
+    return len(cut) > UNWRAPPED or any(len(line) > max(UNWRAPPED, 2 * len(cut)) for line in lines)
 
 
 #: Characters of the tail's end, and of the reply's start, compared for a near copy.
@@ -1328,11 +1372,6 @@ def _line_endings(head: str, tail: str, text: str, warnings: list[str]) -> str:
     return _as_document(head, tail, text, warnings)
 
 
-_BARE_LF = re.compile(r"(?<!\r)\n")
-#: Characters of the tail's end looked at for a bare LF in a CRLF document.
-MIXED_WINDOW = 4096
-
-
 _BREAK_OR_QUOTE = re.compile(r'"|\r?\n')
 _QUOTE_OR_CRLF = re.compile(r'"|\r\n')
 
@@ -1368,10 +1407,6 @@ def _as_document(head: str, tail: str, text: str, warnings: list[str]) -> str:
     if nl < 0 or "\n" not in text:
         return text
     if nl > 0 and sample[nl - 1] == "\r":
-        if _BARE_LF.search(head) or _BARE_LF.search(tail[-MIXED_WINDOW:]):
-            # The document mixes them already (CRLF rows, LF inside quoted cells, as
-            # spreadsheets export them): the fragment's are kept as it wrote them.
-            return text
         # A fragment that writes CRLF for most of its line breaks, or between quoted
         # fields that hold its bare LFs (as spreadsheets export them), writes those on
         # purpose: kept as they are.
@@ -1401,6 +1436,12 @@ def grow_head(head: str, append: str) -> str:
     return head if len(head) >= SCAN_HEAD_CHARS else head + append[: SCAN_HEAD_CHARS - len(head)]
 
 
+SOFT_WRAPPER = (
+    "the first line, taken for the reply's chat, may be the document's own (an interjection "
+    "and a comma, then words that say nothing of the answer)"
+)
+
+
 def start_reading(
     fragment: str, *, fence_strength: Callable[[str], Strength] = any_fence
 ) -> Reading:
@@ -1418,7 +1459,10 @@ def start_reading(
         return Reading(Splice(0), fragment)
     lead = strong[-1]
     note = f"dropped a wrapper before the document: {lead.text!r:.80}"
-    return Reading(Splice(0, lead.end), fragment[lead.end :], lead.fence, (note,))
+    doubts: tuple[str, ...] = ()
+    if any(soft_chat(line) for line in lead.text.splitlines()):
+        doubts = (f"{AMBIGUOUS}seam: {SOFT_WRAPPER}",)
+    return Reading(Splice(0, lead.end), fragment[lead.end :], lead.fence, (note, *doubts), doubts)
 
 
 def split_closing_fence(text: str, fence: str, *, line_start: bool) -> tuple[str, str]:

@@ -203,6 +203,12 @@ def _known_word(word: str, text: str) -> bool:
     return re.search(rf"(?<![^\W_]){re.escape(word)}(?![^\W_])", text) is not None
 
 
+def ends_in_known_word(tail: str) -> bool:
+    """Whether the tail ends in a word the text uses before it too."""
+    last = _last_word(tail)
+    return last is not None and _known_word(last.group(), tail[-PERIODIC_WINDOW : last.start()])
+
+
 def completes_known_word(tail: str, text: str) -> bool:
     """Whether ``text`` goes on with the word the tail ends in, making one the document
     uses elsewhere ("pe" + "ople." is "people")."""

@@ -2015,6 +2015,31 @@ def test_a_restart_of_a_document_not_periodic_from_its_start_is_still_a_restart(
             "markdown",
             "def f(x):\n    if x:\n        return 1\n    return 0\n",
         ),
+        # A bracketed end line or "[Continued]": the reply's most often, a document's at
+        # times (dropped with a doubt, or kept).
+        (
+            ["It went on. Oka", "for questioned the sign.\n\n\n(End of the text.)"],
+            "text",
+            "It went on. Okafor questioned the sign.\n",
+        ),
+        (
+            ['It was late. "That', '[Continued]\n\n was never the plan," she said.\n'],
+            "text",
+            'It was late. "That was never the plan," she said.\n',
+        ),
+        # A line break that opens a reply inside a quoted CSV field, splitting a word the
+        # document never used, a number, or opening the field.
+        (
+            ['id,name,flag\n27,"Tanaka, José",no\n28,"Sm', '\nith, Dave",no\n'],
+            "csv",
+            'id,name,flag\n27,"Tanaka, José",no\n28,"Smith, Dave",no\n',
+        ),
+        (['"id","date"\n"10","2', '\n024-08-09"\n'], "csv", '"id","date"\n"10","2024-08-09"\n'),
+        (
+            ['"id","qty","category"\n"31","736","', '\n1"\n'],
+            "csv",
+            '"id","qty","category"\n"31","736","1"\n',
+        ),
     ],
 )
 def test_a_reply_that_begins_a_member_or_line_again_changed_is_never_silent(
@@ -2027,6 +2052,21 @@ def test_a_reply_that_begins_a_member_or_line_again_changed_is_never_silent(
 @pytest.mark.parametrize(
     ("fragments", "fmt", "expected"),
     [
+        # A closing fence, a rule and an end note after a fenced reply are the wrapper's.
+        (
+            [
+                "====\n\nThe meeting starts at thr",
+                "Here's the rest:\n\n```text\nee.\n```\n\n---\n*End of document.*",
+            ],
+            "text",
+            "====\n\nThe meeting starts at three.\n",
+        ),
+        # A line break in a quoted field after a word the document uses is the field's.
+        (
+            ['id,c\n1,"line one\nline two"\n2,"line one', '\nline two"\n'],
+            "csv",
+            'id,c\n1,"line one\nline two"\n2,"line one\nline two"\n',
+        ),
         # A reply that only says the document was complete carries nothing.
         (["The river ran.", "(No further content.)"], "text", "The river ran."),
         (["a,b\n1,2\n", "That is the end of the document."], "csv", "a,b\n1,2\n"),
@@ -2042,24 +2082,13 @@ def test_a_reply_that_begins_a_member_or_line_again_changed_is_never_silent(
         ),
         # ... and one that ends with such a note keeps the rest.
         (
-            ["It went on. Oka", "for questioned the sign.\n\n\n(End of the text.)"],
-            "text",
-            "It went on. Okafor questioned the sign.\n",
-        ),
-        (
             ["a,b\n1,2\n3,", "4\n\n\nThat's all 25 rows. Want me to add a totals row?"],
             "csv",
             "a,b\n1,2\n3,4\n",
         ),
-        # A line that only says the reply goes on is the wrapper's, brackets and all.
-        (
-            ['It was late. "That', '[Continued]\n\n was never the plan," she said.\n'],
-            "text",
-            'It was late. "That was never the plan," she said.\n',
-        ),
         # A CRLF document with LF inside quoted cells keeps each as the reply writes it.
         (
-            ['id,note\r\n1,"line one\nline two"\r\n2,"a\nb', '\nc"\r\n3,"multi\nline\nnote"\r\n'],
+            ['id,note\r\n1,"line one\nline two"\r\n2,"a\nb\n', 'c"\r\n3,"multi\nline\nnote"\r\n'],
             "csv",
             'id,note\r\n1,"line one\nline two"\r\n2,"a\nb\nc"\r\n3,"multi\nline\nnote"\r\n',
         ),
@@ -2080,3 +2109,116 @@ def test_notes_markers_and_mixed_line_breaks_are_read_exactly(
 ) -> None:
     result = stitch(fragments, fmt)
     assert (result.ok, result.text.rstrip("\n"), result.doubts) == (True, expected.rstrip("\n"), [])
+
+
+# Found by an attacker review of the session-8 rules (each came back silent on a first
+# draft): real last lines, notes inside strings and fields, "(continued)" lines a
+# document holds, data in cycles, LF rows in a CRLF file with quoted LFs, GeoJSON. The
+# right document is the fragments' concatenation unless given.
+_INSTALL = "Installation\n\n1. Download the installer.\n2. Run setup.exe.\n\n"
+_MINUTES = "Minutes of the board meeting.\n\nThe budget was approved by all members present.\n"
+_ROTA = '"ana", "bo", "chen", "dee", "eli", "fay", '
+_READINGS = "12.5, 13.1, 12.9, 14.0, 15.2, 15.8, 16.1, "
+_TABLE = "| Region | Q1 | Q2 |\n|---|---|---|\n"
+REVIEW_8: list[tuple[list[str], str, str | None]] = [
+    ([_INSTALL, "This completes the installation.\n"], "text", None),
+    (
+        ['{"page": 3, "items": [], "message": "', 'No more rows to fetch.", "next": null}'],
+        "json",
+        None,
+    ),
+    (
+        [
+            "Station log\n\nThe gauge was read daily from 2015. ",
+            "No further data were collected after the flood of 2019",
+            ", when the station closed.\nIt reopened in 2022.\n",
+        ],
+        "text",
+        None,
+    ),
+    (
+        [
+            "Chat log\n\n[10:02] ana: is the table done?\n[10:03] bo: ",
+            "It looks like the previous response was already complete, so I sent it.\n",
+        ],
+        "text",
+        None,
+    ),
+    (
+        [_MINUTES, "Sure, here is the rest:\n\nThis concludes the minutes.\n"],
+        "text",
+        _MINUTES + "This concludes the minutes.\n",
+    ),
+    (
+        ["Dear Mr. Lee,\n\n", "Your refund was issued.\n\nShould I add a note? Reply YES or NO.\n"],
+        "text",
+        None,
+    ),
+    (
+        ["Hi all,\n\n", "The move is on Saturday.\n\n(If you need access, call Dana.)\n"],
+        "text",
+        None,
+    ),
+    (
+        [
+            "# FAQ\n\n**Is there a row limit?**\n\n",
+            "No more than 10,000 rows.\n\n(That is the complete list of questions.)\n",
+        ],
+        "markdown",
+        None,
+    ),
+    (
+        [
+            "# Report\n\n" + _TABLE + "| North | 10 | 12 |\n\n",
+            "*(continued)*\n\n" + _TABLE + "| East | 7 | 7 |\n",
+        ],
+        "markdown",
+        None,
+    ),
+    (
+        [
+            "LEASE\n\nSection 4. Rent is due monthly.\n\n",
+            "[Continued]\n\nSection 5. Keep the premises clean.\n",
+        ],
+        "text",
+        None,
+    ),
+    (['{"rotation": [' + _ROTA, _ROTA + '"gus"], "weeks": 13}'], "json", None),
+    (['{"readings": [' + _READINGS, _READINGS + '17.0], "unit": "C"}'], "json", None),
+    (
+        [
+            'id,name,address\r\n1,Ana,"12 Main St\nApt 4"\r\n2,Bo,"3 Oak Rd"\r\n',
+            '3,Chen,"9 Elm St"\n4,Dee,"1 Pine Ave"\n',
+        ],
+        "csv",
+        'id,name,address\r\n1,Ana,"12 Main St\nApt 4"\r\n2,Bo,"3 Oak Rd"\r\n'
+        '3,Chen,"9 Elm St"\r\n4,Dee,"1 Pine Ave"\r\n',
+    ),
+    (
+        ['id,note\r\n1,"a"\r\n2,"first\n', 'second"\n3,"x"\n4,"y"\n'],
+        "csv",
+        'id,note\r\n1,"a"\r\n2,"first\nsecond"\r\n3,"x"\r\n4,"y"\r\n',
+    ),
+    (
+        [
+            '{"type": "FeatureCollection", "features": [{"type": "Feature", "geometry": {',
+            '"type": "Point", "coordinates": [1, 2]}}]}',
+        ],
+        "json",
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize(("fragments", "fmt", "expected"), REVIEW_8)
+def test_session_8_review_findings_are_exact_or_flagged(
+    fragments: list[str], fmt: str, expected: str | None
+) -> None:
+    right = "".join(fragments) if expected is None else expected
+    result = stitch(fragments, fmt)
+    if result.ok and not result.doubts:
+        if fmt == "json":
+            assert result.complete is not None
+            assert json.loads(result.complete) == json.loads(right)
+        else:
+            assert result.text.rstrip("\n") == right.rstrip("\n")
