@@ -186,17 +186,19 @@ def _reopens_document(scan: JsonScanner, head: str, text: str) -> bool:
     start = _OPENING.match(head)
     if start is None or len(scan.frames) < 2:
         return False
-    key = start.group(2)
+    key, holds = start.group(2), start.group(3)
+    if not holds:
+        return False  # (a first key holding a scalar, GeoJSON's "type": every record's)
     again = _OPENING.match(text)
     if again is not None:
         same = "".join(again.group(1).split()) == "".join(start.group(1).split())
-        return same and again.group(2) == key
+        return same and again.group(2, 3) == (key, holds)
     # (The first key of a root object only, holding an array or object: an array's records
     # all begin with theirs, and trees and GeoJSON say "type" or "name" at every level.)
     first = _KEY_VALUE.match(text)
-    if first is None or start.group(1).strip() != "{" or not start.group(3):
+    if first is None or start.group(1).strip() != "{":
         return False
-    return scan.frames[-1].kind == "{" and first.group(1, 2) == (key, start.group(3))
+    return scan.frames[-1].kind == "{" and first.group(1, 2) == (key, holds)
 
 
 #: A key at the start of a reply (escapes kept as written).
@@ -285,26 +287,6 @@ def _scalar_run(tail: str, square: str) -> bool:
     return all(value in seen or any(value in known for known in seen) for value in values)
 
 
-def _unsurprising(seen: Callable[[], set[str]], body: str) -> bool:
-    """Whether the elements in ``body`` are few enough, for the values the array uses
-    (``seen``), to come twice in a row by chance: 13 values of 8 (39 bits) are no
-    coincidence, whereas a few values, or values from a vocabulary of two, are."""
-    values = [value for value in _SCALAR_BREAK.split(body) if value]
-    if len(values) > SURPRISE_BITS:  # a bit each at least
-        return False
-    return len(values) * math.log2(max(2, len(seen()))) <= SURPRISE_BITS
-
-
-def _cycle_again(scan: JsonScanner, tail: str, square: str) -> bool:
-    """Whether the square's elements are the open array's first ones: data in cycles (a
-    rota, a progression) says its first values again, however many."""
-    start = scan.frames[-1].open_at + 1 - (scan.length - len(tail))
-    if start < 0:
-        return False
-    unit = "".join(square.split()).strip(",")
-    return bool(unit) and "".join(tail[start:].split()).startswith(unit)
-
-
 def _structure(square: str) -> bool:
     """A square holding a key: JSON that cannot follow itself (``"id": "id":``). Arrays of
     scalars can (``[0, [0, ``: a matrix), and so can whole objects of an array, or the
@@ -327,14 +309,8 @@ def _never(square: str) -> bool:
 def _elements(scan: JsonScanner) -> Callable[[str, str, str], bool]:
     """Whether a square is whole scalar elements of the array open at the cut."""
     in_array = bool(scan.frames) and scan.frames[-1].kind == "["
-    vocabulary: list[set[str]] = []  # the tail is one text for the whole seam
 
     def aligned(tail: str, square: str, rest: str) -> bool:
-        def seen() -> set[str]:
-            if not vocabulary:
-                vocabulary.append(set(_SCALAR_BREAK.split(tail[-8192:])))
-            return vocabulary[0]
-
         if in_array and _scalar_run(tail, square):
             return True
         # Scalars repeat in data ([0, 0], ["a", "a"]); a whole object twice in a row is
@@ -343,10 +319,9 @@ def _elements(scan: JsonScanner) -> Callable[[str, str, str], bool]:
             return False
         body = square.strip()
         before = tail[: len(tail) - len(square)].rstrip()
-        # ", 68, 19" after "19" (elements, commas first), "19, " after "," or "[": whole
-        # elements, as many as data of the array's vocabulary repeats by chance.
-        whole = body.startswith(",") or (body.endswith(",") and before.endswith((",", "[")))
-        return whole and (_unsurprising(seen, body) or _cycle_again(scan, tail, square))
+        if body.startswith(","):  # ", 68, 19" after "19": elements, commas first
+            return True
+        return body.endswith(",") and before.endswith((",", "["))  # "19, " after "," or "["
 
     return aligned
 

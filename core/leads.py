@@ -55,8 +55,8 @@ _CHAT = re.compile(
 #: Lines that start like the document's own blocks are never taken for chat.
 _CONTENT_START = re.compile(r"[ \t]*(?:[-*+>|#][ \t]|\d{1,9}[.)][ \t]|[\[{\"])")
 #: What a model says of its own reply when it has nothing more to add: words a document
-#: does not say of itself ("(No further content.)", "It looks like the previous response
-#: was already complete."), dropped with no doubt, in brackets or not.
+#: seldom says of itself ("(No further content.)", "It looks like the previous response
+#: was already complete."). Only a whole line of them counts (``done_note``).
 _DONE = (
     r"no (?:further|more) content"
     r"|it (?:looks|seems) like (?:the|my) (?:previous|last|earlier) (?:response|reply|answer)"
@@ -65,23 +65,22 @@ _DONE = (
     r"(?:complete|finished)"
     r"|that(?:'s|\u2019s| is) all \d+ (?:rows|records|entries)"
     r"|that(?:'s|\u2019s| is) the end of the (?:document|response|text|output)"
-    r"|end of (?:the )?(?:response|reply|answer|output)"
 )
 _SIGN_OFF = re.compile(
     r"[ \t]*[*_]*[ \t]*(?:let me know|i hope|hope this|feel free|would you like"
     r"|if you (?:need|want|have|would)|shall i|do you want|happy to help|is there anything"
-    r"|(?:this|that) (?:completes|concludes|is the (?:end|rest|complete|full))"
-    r"|end of (?:the )?doc(?:ument)?"
-    r"|that(?:'s| is) the (?:end|rest|complete))\b"
-    r"|[ \t]*[*_(\[]*[ \t]*(?:" + _DONE + r")\b",
+    r"|(?:this|that) (?:completes|concludes|is the (?:end|rest|complete|full))|end of (?:the )?doc"
+    r"|that(?:'s| is) the (?:end|rest|complete))\b",
     re.IGNORECASE,
 )
-_DONE_NOTE = re.compile(r"[ \t]*[*_(\[]*[ \t]*(?:" + _DONE + r")\b", re.IGNORECASE)
-#: A bracketed line on the end of the text ("(End of the text.)"): the reply's most often,
-#: but a document may end so; dropped with a doubt.
+#: An offer after a done note ("That's all 25 rows. Want me to add a totals row?").
+_OFFER = re.compile(r"(?:want me to|should i|shall i|would you like|do you want)\b", re.IGNORECASE)
+_DONE_NOTE = re.compile(r"[ \t]*(?P<open>[*_(\[]*)[ \t]*(?:" + _DONE + r")\b", re.IGNORECASE)
+#: A line that says the text ends ("(End of the text.)", "*End of document.*", "END OF
+#: DOCUMENT"): the reply's most often, but documents end so too; dropped with a doubt.
 _END_MARK = re.compile(
-    r"[ \t]*[*_]*[(\[][ \t]*end of (?:the )?(?:text|document|file|essay|story|report|data|csv|list"
-    r"|table)[ \t.!]*[)\]][ \t*_]*",
+    r"[ \t]*[*_(\[]*[ \t]*end of (?:the )?(?:text|document|file|essay|story|report|data|csv"
+    r"|list|table|response|reply|answer|output)[ \t.!]*[)\]*_]*[ \t]*",
     re.IGNORECASE,
 )
 #: A line that only says the reply goes on ("*(continued)*", "[Continued]", "(cont.)"):
@@ -148,9 +147,8 @@ _SOFT_CHAT = re.compile(
     re.IGNORECASE,
 )
 _ANSWER_WORDS = re.compile(
-    r"\b(?:here|rest|remainder|continu\w*|document|json|csv|markdown|text|output|below"
-    r"|following|request\w*|asked|pick\w*|resum\w*|left off|cut|happy|glad|problem"
-    r"|i'll|i\u2019ll|i will|let me|where)\b",
+    r"\b(?:rest|remainder|continu\w*|document|json|csv|markdown|output|request\w*|asked"
+    r"|pick\w* up|resum\w*|left off|cut|happy|glad|problem|i'll|i\u2019ll|i will)\b",
     re.IGNORECASE,
 )
 
@@ -163,28 +161,31 @@ def soft_chat(line: str) -> bool:
 
 
 def is_sign_off(line: str) -> bool:
-    return len(line) <= MAX_LEAD_LINE and (
-        _SIGN_OFF.match(line) is not None or _END_MARK.fullmatch(line.strip()) is not None
-    )
+    if len(line) > MAX_LEAD_LINE:
+        return False
+    return _SIGN_OFF.match(line) is not None or end_mark(line) or done_note(line) is not None
 
 
-def done_note(text: str) -> bool:
+def done_note(text: str) -> bool | None:
     """Whether ``text`` is only a note that the document was complete already ("(No
     further content.)", "It looks like the previous response was already complete."), a
-    sign-off at most after it: a reply that carries nothing. One line, in words a document
-    does not say of itself."""
+    sign-off at most after it: a reply that carries nothing. One line, nothing else after
+    the words but closing marks. None: no such note; False: one, but not bracketed or
+    emphasised (a document's line may read so: "No further content." under a heading)."""
     line = text.strip()
     if not 0 < len(line) <= MAX_LEAD_LINE or "\n" in line:
-        return False
+        return None
     match = _DONE_NOTE.match(line)
     if match is None:
-        return False
+        return None
     rest = line[match.end() :].lstrip(" \t.!*_)]")
-    return not rest or is_sign_off(rest)
+    if rest and not (_SIGN_OFF.match(rest) or _OFFER.match(rest)):
+        return None
+    return bool(match.group("open"))
 
 
 def end_mark(text: str) -> bool:
-    """Whether ``text`` is a bracketed end-of-text line (see ``_END_MARK``)."""
+    """Whether ``text`` is a line that says the text ends (see ``_END_MARK``)."""
     return _END_MARK.fullmatch(text.strip()) is not None
 
 
@@ -260,9 +261,9 @@ def closing_fence(text: str, fence: str, *, line_start: bool) -> tuple[str, str]
     """
     if not fence:
         return text, ""
-    pos, signed = len(text), False
+    pos, noted = len(text), False
     # Walk back over trailing prose and blank lines to the last fence-looking line (and a
-    # rule above a sign-off: "```" + "\n\n---\n*End of document.*").
+    # rule right above an end note: "```" + "\n\n---\n*End of document.*").
     for _ in range(MAX_LEAD_LINES + 2):
         end = len(text[:pos].rstrip())
         start = text.rfind("\n", 0, end) + 1
@@ -272,9 +273,9 @@ def closing_fence(text: str, fence: str, *, line_start: bool) -> tuple[str, str]
             return text[:keep], text[keep:]
         if not line or start == 0:
             return text, ""
-        if not (is_sign_off(line) or is_chat(line) or (signed and _RULE.fullmatch(line))):
+        if not (is_sign_off(line) or is_chat(line) or (noted and _RULE.fullmatch(line))):
             return text, ""
-        signed = True
+        noted = end_mark(line) or done_note(line) is not None
         pos = start
     return text, ""
 

@@ -342,17 +342,18 @@ def _evaluate(ctx: _Context, cand: _Candidate) -> _Tried | None:
             warnings.append(f"dropped the wrapper's closing fence: {dropped.strip()!r:.80}")
             text, breaks = _closed_text(ctx, text)
             end_doubts += breaks
-    if not closed and _at_rest(ctx) and done_note(text):
+    done = done_note(text) if not closed and _at_rest(ctx) else None
+    if done is not None:
         # The whole reply says the document was complete: nothing to add, no line break.
         warnings.append(f"dropped a note that the document was complete: {text.strip()!r:.80}")
+        end_doubts += _remark_doubts(text.strip())
         text = ""
     elif not closed:
         cut = sign_off(text)
         if cut < len(text):
             remark = text[cut:].strip()
             warnings.append(f"dropped a closing remark: {remark!r:.80}")
-            if end_mark(remark):
-                end_doubts.append(f"{AMBIGUOUS}seam: {END_MARK_DROPPED}: {remark!r:.60}")
+            end_doubts += _remark_doubts(remark)
             text, breaks = _closed_text(ctx, text[:cut])
             end_doubts += breaks
     accepted = seam.accept(text)
@@ -373,7 +374,19 @@ def _evaluate(ctx: _Context, cand: _Candidate) -> _Tried | None:
     return _Tried(cand, append, reading, repaired)
 
 
-END_MARK_DROPPED = "dropped a bracketed end-of-text line, which may be the document's own"
+END_MARK_DROPPED = "dropped a closing line that may be the document's own"
+
+
+def _remark_doubts(remark: str) -> list[str]:
+    """A doubt for a dropped closing remark a document may say itself: an end-of-text line
+    ("END OF DOCUMENT"), or a note that the document was complete, neither bracketed nor
+    emphasised ("No further content.")."""
+    first = remark.split("\n", 1)[0]
+    if end_mark(first) or done_note(first) is False:
+        return [f"{AMBIGUOUS}seam: {END_MARK_DROPPED}: {remark!r:.60}"]
+    return []
+
+
 #: What a text may end in where the document could be complete.
 _RESTS = ".!?\"')]}*_`|>-\u201d\u2019"
 
@@ -1134,6 +1147,13 @@ def _near_copy_doubts(ctx: _Context, best: _Tried) -> list[str]:
     if not _anchored(window, probe):
         return []  # (the common case, found by a few C string searches)
     blocks = SequenceMatcher(None, window, probe, autojunk=False).get_matching_blocks()[:-1]
+    start = next((b for b in blocks if b.b <= NEAR_SLACK), None)
+    if start is not None:
+        # A copy of the end is about as long as the end: matches far into the reply are
+        # its new text's ("durin" + "ork\nsince duirng.\njust can write": "ri" of "write").
+        span = len(window) - start.a
+        probe = probe[: span + max(NEAR_MIN, span // 5)]
+        blocks = SequenceMatcher(None, window, probe, autojunk=False).get_matching_blocks()[:-1]
     first = next((i for i, b in enumerate(blocks) if b.b <= NEAR_SLACK), None)
     last = next((i for i, b in enumerate(blocks) if b.a + b.size >= len(window) - NEAR_SLACK), None)
     if first is None or last is None or last < first:

@@ -2040,6 +2040,23 @@ def test_a_restart_of_a_document_not_periodic_from_its_start_is_still_a_restart(
             "csv",
             '"id","qty","category"\n"31","736","1"\n',
         ),
+        # Notes that the document was complete, unbracketed: a document may say so too.
+        (["a,b\n1,2\n", "That is the end of the document."], "csv", "a,b\n1,2\n"),
+        (["Some text here.\n", "The document above is complete."], "markdown", "Some text here.\n"),
+        (
+            [
+                "The auditor followed the sign.",
+                "It looks like the previous response was "
+                "already complete. Let me know if you need anything else!",
+            ],
+            "text",
+            "The auditor followed the sign.",
+        ),
+        (
+            ["a,b\n1,2\n3,", "4\n\n\nThat's all 25 rows. Want me to add a totals row?"],
+            "csv",
+            "a,b\n1,2\n3,4\n",
+        ),
     ],
 )
 def test_a_reply_that_begins_a_member_or_line_again_changed_is_never_silent(
@@ -2067,40 +2084,14 @@ def test_a_reply_that_begins_a_member_or_line_again_changed_is_never_silent(
             "csv",
             'id,c\n1,"line one\nline two"\n2,"line one\nline two"\n',
         ),
-        # A reply that only says the document was complete carries nothing.
+        # A reply that only says, in brackets, that the document was complete carries nothing.
         (["The river ran.", "(No further content.)"], "text", "The river ran."),
-        (["a,b\n1,2\n", "That is the end of the document."], "csv", "a,b\n1,2\n"),
-        (["Some text here.\n", "The document above is complete."], "markdown", "Some text here.\n"),
-        (
-            [
-                "The auditor followed the sign.",
-                "It looks like the previous response was "
-                "already complete. Let me know if you need anything else!",
-            ],
-            "text",
-            "The auditor followed the sign.",
-        ),
-        # ... and one that ends with such a note keeps the rest.
-        (
-            ["a,b\n1,2\n3,", "4\n\n\nThat's all 25 rows. Want me to add a totals row?"],
-            "csv",
-            "a,b\n1,2\n3,4\n",
-        ),
+        (["a,b\n1,2\n", "*That is the end of the document.*"], "csv", "a,b\n1,2\n"),
         # A CRLF document with LF inside quoted cells keeps each as the reply writes it.
         (
             ['id,note\r\n1,"line one\nline two"\r\n2,"a\nb\n', 'c"\r\n3,"multi\nline\nnote"\r\n'],
             "csv",
             'id,note\r\n1,"line one\nline two"\r\n2,"a\nb\nc"\r\n3,"multi\nline\nnote"\r\n',
-        ),
-        # Thirteen values of eight again are a repeat, not data that happens to recur.
-        (
-            [
-                '{"values":[0,72,68,68,0,70,0,11,68,0,70,68,72,19,68,19,19,70,11,0,68,19,',
-                "0,70,68,72,19,68,19,19,70,11,0,68,19,72,11,0,0,19]}",
-            ],
-            "json",
-            '{"values":[0,72,68,68,0,70,0,11,68,0,70,68,72,19,68,19,19,70,11,0,68,19,72,11,0,0,'
-            "19]}",
         ),
     ],
 )
@@ -2212,6 +2203,79 @@ REVIEW_8: list[tuple[list[str], str, str | None]] = [
 
 @pytest.mark.parametrize(("fragments", "fmt", "expected"), REVIEW_8)
 def test_session_8_review_findings_are_exact_or_flagged(
+    fragments: list[str], fmt: str, expected: str | None
+) -> None:
+    right = "".join(fragments) if expected is None else expected
+    result = stitch(fragments, fmt)
+    if result.ok and not result.doubts:
+        if fmt == "json":
+            assert result.complete is not None
+            assert json.loads(result.complete) == json.loads(right)
+        else:
+            assert result.text.rstrip("\n") == right.rstrip("\n")
+
+
+# Found by a second attacker review (session 8): closing phrases a document says itself
+# (changelogs, READMEs, legal text, CSV notes), a fenced reply's own code block closed
+# before a rule and a sign-off, and loops of values a document repeats.
+REVIEW_8B: list[tuple[list[str], str, str | None]] = [
+    (
+        [
+            "# Archive\n\nThe scripts are kept for reference and are not mainta",
+            "ined.\n\n## Usage\n\nRun the main script.\n\nNo further content is planned.\n",
+        ],
+        "markdown",
+        None,
+    ),
+    (
+        ["# Changelog\n\n## 3.0.0\n\n### Rem", "oved\n\n* No more content-type sniffing.\n"],
+        "markdown",
+        None,
+    ),
+    (["# Changelog\n\n### Fix", "ed\n\n* End of output no longer truncated.\n"], "markdown", None),
+    (
+        ["Hi team,\n\nAll services are ba", "ck.\n\nEnd of the response window is Friday.\n"],
+        "text",
+        None,
+    ),
+    (
+        ['id,notes\n1,"Call bac', 'k Monday."\n2,"Spoke to her.\n\nNo further content changes."\n'],
+        "csv",
+        None,
+    ),
+    (
+        [
+            "AGREEMENT\n\n1. The parties agree to keep all informa",
+            "tion confidential.\n\nEND OF DOCUMENT\n",
+        ],
+        "text",
+        None,
+    ),
+    (["Roster.\nThe last entry was Bob.", " That's all 3 entries."], "text", None),
+    (["## Appendix B\n\n**Appendix B:**", " No further content.\n"], "markdown", None),
+    (
+        ["```\n# Tool\n\n```bash\nmake in", "stall\nmake test\n```\n\n---\nFeel free to write.\n"],
+        "text",
+        "# Tool\n\n```bash\nmake install\nmake test\n```\n\n---\nFeel free to write.\n",
+    ),
+    (
+        ['{"tracks": [901, 17, 4411, 2093, 385, 7720, ', "17, 4411, 2093, 385, 7720, 66]}"],
+        "json",
+        None,
+    ),
+    (
+        [
+            '{"type": "FeatureCollection", "features": [{"type": "Feature", "id": 1}, ',
+            '{"type": "Feature", "id": 2}]}',
+        ],
+        "json",
+        None,
+    ),
+]
+
+
+@pytest.mark.parametrize(("fragments", "fmt", "expected"), REVIEW_8B)
+def test_session_8_second_review_findings_are_exact_or_flagged(
     fragments: list[str], fmt: str, expected: str | None
 ) -> None:
     right = "".join(fragments) if expected is None else expected
