@@ -75,7 +75,7 @@ _SIGN_OFF = re.compile(
 )
 #: An offer after a done note ("That's all 25 rows. Want me to add a totals row?").
 _OFFER = re.compile(r"(?:want me to|should i|shall i|would you like|do you want)\b", re.IGNORECASE)
-_DONE_NOTE = re.compile(r"[ \t]*(?P<open>[*_(\[]*)[ \t]*(?:" + _DONE + r")\b", re.IGNORECASE)
+_DONE_NOTE = re.compile(r"[ \t]*[*_(\[]*[ \t]*(?:" + _DONE + r")\b", re.IGNORECASE)
 #: A line that says the text ends ("(End of the text.)", "*End of document.*", "END OF
 #: DOCUMENT"): the reply's most often, but documents end so too; dropped with a doubt.
 _END_MARK = re.compile(
@@ -155,33 +155,34 @@ _ANSWER_WORDS = re.compile(
 
 def soft_chat(line: str) -> bool:
     """Whether a line taken for chat is an interjection and a comma before words that say
-    nothing of the answer: the document's first line, as likely."""
+    nothing of the answer (nor end in a colon, as an introduction does): the document's
+    first line, as likely."""
     match = _SOFT_CHAT.match(line)
-    return match is not None and _ANSWER_WORDS.search(match.group("rest")) is None
+    if match is None or match.group("rest").rstrip().endswith(":"):
+        return False
+    return _ANSWER_WORDS.search(match.group("rest")) is None
 
 
 def is_sign_off(line: str) -> bool:
     if len(line) > MAX_LEAD_LINE:
         return False
-    return _SIGN_OFF.match(line) is not None or end_mark(line) or done_note(line) is not None
+    return _SIGN_OFF.match(line) is not None or end_mark(line) or done_note(line)
 
 
-def done_note(text: str) -> bool | None:
+def done_note(text: str) -> bool:
     """Whether ``text`` is only a note that the document was complete already ("(No
     further content.)", "It looks like the previous response was already complete."), a
-    sign-off at most after it: a reply that carries nothing. One line, nothing else after
-    the words but closing marks. None: no such note; False: one, but not bracketed or
-    emphasised (a document's line may read so: "No further content." under a heading)."""
+    sign-off or an offer at most after it: a reply that carries nothing. One line, nothing
+    else after the words but closing marks. (A document may hold such a line too: "No
+    further content." under a heading; the reader doubts every one it drops.)"""
     line = text.strip()
     if not 0 < len(line) <= MAX_LEAD_LINE or "\n" in line:
-        return None
+        return False
     match = _DONE_NOTE.match(line)
     if match is None:
-        return None
+        return False
     rest = line[match.end() :].lstrip(" \t.!*_)]")
-    if rest and not (_SIGN_OFF.match(rest) or _OFFER.match(rest)):
-        return None
-    return bool(match.group("open"))
+    return not rest or bool(_SIGN_OFF.match(rest) or _OFFER.match(rest))
 
 
 def end_mark(text: str) -> bool:
@@ -275,7 +276,7 @@ def closing_fence(text: str, fence: str, *, line_start: bool) -> tuple[str, str]
             return text, ""
         if not (is_sign_off(line) or is_chat(line) or (noted and _RULE.fullmatch(line))):
             return text, ""
-        noted = end_mark(line) or done_note(line) is not None
+        noted = end_mark(line) or done_note(line)
         pos = start
     return text, ""
 

@@ -31,6 +31,7 @@ from core.seam import (
     EMPTY,
     Accept,
     Seam,
+    closing_doubts,
     finish,
     grow_head,
     read_seam,
@@ -333,6 +334,10 @@ def _with_doubts(merge: Merge, closing: str, scan: MarkdownScan) -> Merge:
     if scan.shared:
         doubt = "ambiguous fence: a closing fence ends the wrapper or the document's code block"
         merge = replace(merge, warnings=(*merge.warnings, doubt), doubts=(*merge.doubts, doubt))
+    if closing and (dropped := closing_doubts(closing)):
+        merge = replace(
+            merge, warnings=(*merge.warnings, *dropped), doubts=(*merge.doubts, *dropped)
+        )
     if not _fence_at_end(closing):
         return merge
     doubt = (
@@ -384,6 +389,7 @@ def merge_markdown(
         drop_repeat=_table_dropper(scan),
         strip_close=False,
         exact=exact,
+        in_field=_in_code(scan),
     )
     reading, warnings, error = read_seam(tail, scan.length, scan.head, fragment, seam)
     if reading is None:

@@ -36,6 +36,7 @@ from itertools import chain, islice, pairwise
 
 from core.extraction import clean_text
 from core.leads import (
+    MAX_LEAD_LINES,
     NO_LEAD,
     Lead,
     Strength,
@@ -137,7 +138,8 @@ class Seam:
     in_string: bool = False
     #: JSON: the cut is inside a number or literal (no key, no string).
     in_scalar: bool = False
-    #: CSV: the cut is inside a quoted field.
+    #: The cut is inside a quoted CSV field or a Markdown code block: the text there is the
+    #: document's, whatever it says.
     in_field: bool = False
     #: Whether ``square`` (text ending the tail, ``rest`` after it in the fragment) is
     #: whole records a document may repeat.
@@ -340,12 +342,12 @@ def _evaluate(ctx: _Context, cand: _Candidate) -> _Tried | None:
         if dropped:
             closed = True
             warnings.append(f"dropped the wrapper's closing fence: {dropped.strip()!r:.80}")
+            end_doubts += closing_doubts(dropped)
             text, breaks = _closed_text(ctx, text)
             end_doubts += breaks
-    done = done_note(text) if not closed and _at_rest(ctx) else None
-    if done is not None:
+    if not closed and _at_rest(ctx) and done_note(text):
         # The whole reply says the document was complete: nothing to add, no line break.
-        warnings.append(f"dropped a note that the document was complete: {text.strip()!r:.80}")
+        warnings.append(f"{DONE_DROPPED}: {text.strip()!r:.80}")
         end_doubts += _remark_doubts(text.strip())
         text = ""
     elif not closed:
@@ -375,16 +377,23 @@ def _evaluate(ctx: _Context, cand: _Candidate) -> _Tried | None:
 
 
 END_MARK_DROPPED = "dropped a closing line that may be the document's own"
+DONE_DROPPED = "dropped a note that the document was complete"
 
 
 def _remark_doubts(remark: str) -> list[str]:
-    """A doubt for a dropped closing remark a document may say itself: an end-of-text line
-    ("END OF DOCUMENT"), or a note that the document was complete, neither bracketed nor
-    emphasised ("No further content.")."""
-    first = remark.split("\n", 1)[0]
-    if end_mark(first) or done_note(first) is False:
-        return [f"{AMBIGUOUS}seam: {END_MARK_DROPPED}: {remark!r:.60}"]
+    """A doubt for dropped closing text a document may hold itself: an end-of-text line
+    ("END OF DOCUMENT"), or a note that the document was complete ("No further content.",
+    bracketed or not)."""
+    for line in remark.splitlines()[: MAX_LEAD_LINES + 2]:
+        if end_mark(line) or done_note(line):
+            return [f"{AMBIGUOUS}seam: {END_MARK_DROPPED}: {line.strip()!r:.60}"]
     return []
+
+
+def closing_doubts(dropped: str) -> list[str]:
+    """The doubt for a wrapper's closing fence dropped with an end line or a done note
+    after it: that fence may close the document's own code block, and the line be its."""
+    return _remark_doubts(dropped)
 
 
 #: What a text may end in where the document could be complete.
@@ -393,11 +402,13 @@ _RESTS = ".!?\"')]}*_`|>-\u201d\u2019"
 
 def _at_rest(ctx: _Context) -> bool:
     """Whether the delivered text ends where the document may end: a line, a sentence, a
-    closed value (not inside a word, a string or a field)."""
+    closed value (not inside a word, a string, a quoted field or a code block)."""
+    if ctx.seam.in_string or ctx.seam.in_field:
+        return False
     if ctx.line_start:
         return True
     last = ctx.tail.rstrip()[-1:]
-    return not ctx.seam.in_string and bool(last) and last in _RESTS
+    return bool(last) and last in _RESTS
 
 
 def _closed_text(ctx: _Context, text: str) -> tuple[str, list[str]]:
@@ -1152,8 +1163,10 @@ def _near_copy_doubts(ctx: _Context, best: _Tried) -> list[str]:
         # A copy of the end is about as long as the end: matches far into the reply are
         # its new text's ("durin" + "ork\nsince duirng.\njust can write": "ri" of "write").
         span = len(window) - start.a
-        probe = probe[: span + max(NEAR_MIN, span // 5)]
-        blocks = SequenceMatcher(None, window, probe, autojunk=False).get_matching_blocks()[:-1]
+        near = probe[: span + max(NEAR_MIN, span * 2 // 5)]  # (a 0.85 match may insert 35%)
+        found = SequenceMatcher(None, window, near, autojunk=False).get_matching_blocks()[:-1]
+        if any(b.a + b.size >= len(window) - NEAR_SLACK for b in found):
+            probe, blocks = near, found
     first = next((i for i, b in enumerate(blocks) if b.b <= NEAR_SLACK), None)
     last = next((i for i, b in enumerate(blocks) if b.a + b.size >= len(window) - NEAR_SLACK), None)
     if first is None or last is None or last < first:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from core.formats import ScanState, detect, resume_stitcher, start_stitcher
 from core.models import OutputFormat
 from core.progress import split_marker
-from core.seam import AMBIGUOUS_END
+from core.seam import AMBIGUOUS, AMBIGUOUS_END, DONE_DROPPED
 from core.state import HEAD_CHARS, TAIL_CHARS
 
 
@@ -61,6 +61,7 @@ class _Run:
     warnings: list[str] = field(default_factory=list)
     failed: list[int] = field(default_factory=list)
     doubts: list[str] = field(default_factory=list)
+    done_note: str = ""  # the fragment last dropped as a note that the document was complete
 
     def take(self, index: int, raw: str, *, last: bool) -> None:
         """Merge one fragment, as the engine merges a reply (its state resumed each time)."""
@@ -89,6 +90,15 @@ class _Run:
             return
         self.scan = stitcher.scan
         self.text += merge.append
+        if any(w.startswith(DONE_DROPPED) for w in merge.warnings):
+            self.done_note = name
+        elif merge.append.strip() and self.done_note:
+            # A later reply went on with a document a dropped note called complete: that
+            # note may have been the document's own line (in a quoted field, in quotes).
+            doubt = f"{name}: {AMBIGUOUS}seam: went on after {self.done_note} was dropped as a note"
+            self.warnings.append(doubt)
+            self.doubts.append(doubt)
+            self.done_note = ""
 
     def _detect(self, name: str, fragment: str) -> None:
         self.format, doubt = detect(fragment)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pydantic import BaseModel, ConfigDict
 
 from core.extraction import clean_text
@@ -10,6 +12,7 @@ from core.seam import (
     EMPTY,
     Reading,
     Seam,
+    closing_doubts,
     finish,
     grow_head,
     read_seam,
@@ -55,6 +58,10 @@ def start_text(fragment: str) -> tuple[TextScan, Merge]:
     append, wrapper, notes = close_wrapper(reading, line_start=True)
     if not append.strip():
         return TextScan(), Merge.failed(EMPTY, *warnings, *reading.warnings)
+    doubts = closing_doubts(reading.append[len(append) :])
+    if doubts:  # an end line after the fence: the fence may be the document's own block's
+        reading = replace(reading, doubts=(*reading.doubts, *doubts))
+        notes += doubts
     return _advance(TextScan(), append, wrapper), finish(reading, append, [*warnings, *notes])
 
 

@@ -2057,6 +2057,18 @@ def test_a_restart_of_a_document_not_periodic_from_its_start_is_still_a_restart(
             "csv",
             "a,b\n1,2\n3,4\n",
         ),
+        # A closing fence, a rule and an end note after a fenced reply (dropped, doubted).
+        (
+            [
+                "====\n\nThe meeting starts at thr",
+                "Here's the rest:\n\n```text\nee.\n```\n\n---\n*End of document.*",
+            ],
+            "text",
+            "====\n\nThe meeting starts at three.\n",
+        ),
+        # A reply that only says the document was complete (dropped, doubted).
+        (["The river ran.", "(No further content.)"], "text", "The river ran."),
+        (["a,b\n1,2\n", "*That is the end of the document.*"], "csv", "a,b\n1,2\n"),
     ],
 )
 def test_a_reply_that_begins_a_member_or_line_again_changed_is_never_silent(
@@ -2069,24 +2081,12 @@ def test_a_reply_that_begins_a_member_or_line_again_changed_is_never_silent(
 @pytest.mark.parametrize(
     ("fragments", "fmt", "expected"),
     [
-        # A closing fence, a rule and an end note after a fenced reply are the wrapper's.
-        (
-            [
-                "====\n\nThe meeting starts at thr",
-                "Here's the rest:\n\n```text\nee.\n```\n\n---\n*End of document.*",
-            ],
-            "text",
-            "====\n\nThe meeting starts at three.\n",
-        ),
         # A line break in a quoted field after a word the document uses is the field's.
         (
             ['id,c\n1,"line one\nline two"\n2,"line one', '\nline two"\n'],
             "csv",
             'id,c\n1,"line one\nline two"\n2,"line one\nline two"\n',
         ),
-        # A reply that only says, in brackets, that the document was complete carries nothing.
-        (["The river ran.", "(No further content.)"], "text", "The river ran."),
-        (["a,b\n1,2\n", "*That is the end of the document.*"], "csv", "a,b\n1,2\n"),
         # A CRLF document with LF inside quoted cells keeps each as the reply writes it.
         (
             ['id,note\r\n1,"line one\nline two"\r\n2,"a\nb\n', 'c"\r\n3,"multi\nline\nnote"\r\n'],
@@ -2095,7 +2095,7 @@ def test_a_reply_that_begins_a_member_or_line_again_changed_is_never_silent(
         ),
     ],
 )
-def test_notes_markers_and_mixed_line_breaks_are_read_exactly(
+def test_line_breaks_in_quoted_fields_are_read_exactly(
     fragments: list[str], fmt: str, expected: str
 ) -> None:
     result = stitch(fragments, fmt)
@@ -2286,3 +2286,58 @@ def test_session_8_second_review_findings_are_exact_or_flagged(
             assert json.loads(result.complete) == json.loads(right)
         else:
             assert result.text.rstrip("\n") == right.rstrip("\n")
+
+
+# Found by a third attacker review (session 8): a document's own code block closed before
+# an end line, notes that a document holds (in a quoted field, a code block, quotes, a
+# form), and near copies that insert words.
+REVIEW_8C: list[tuple[list[str], str, str | None]] = [
+    (
+        ["```markdown\n# Tool\n\nRun:\n\n```bash\nmake install\n```\n\nEND OF DOCUMENT\n"],
+        "text",
+        "# Tool\n\nRun:\n\n```bash\nmake install\n```\n\nEND OF DOCUMENT\n",
+    ),
+    (
+        ["```text\nRun:\n\n```\nmake in", "stall\n```\n\nEND OF DOCUMENT\n"],
+        "text",
+        "Run:\n\n```\nmake install\n```\n\nEND OF DOCUMENT\n",
+    ),
+    (
+        ["```\n# Tool\n\n```bash\nmake in", "stall\n```\n\n*End of document.*\n"],
+        "text",
+        "# Tool\n\n```bash\nmake install\n```\n\n*End of document.*\n",
+    ),
+    (['id,notes\n1,"Spoke.', "\n\n(No further content.)", '"\n2,"ok"\n'], "csv", None),
+    (['id,notes\n1,"Spoke.\n', "(No further content.)", '"\n2,"ok"\n'], "csv", None),
+    (["# Doc\n\n```text\nout.", "\n(No further content.)", "\n```\n\nDone.\n"], "markdown", None),
+    (['Story\n\nHe said: "Fine.', " (No further content.)", '"\n\nThe end.\n'], "text", None),
+    (["# Form\n\nRemarks: declined to comm", "ent.\n\n(No further content.)\n"], "markdown", None),
+    (["## Known issues\n\n", "*No further content.*\n"], "markdown", None),
+    (["Minutes\n\nItem 1 closed.\n", "(The document is complete.)\n"], "text", None),
+    (
+        [
+            "Intro.\n\nWe walked to the old mill by the river",
+            "We walked very slowly to the old mill by the river and sat.\n",
+        ],
+        "text",
+        "Intro.\n\nWe walked to the old mill by the river and sat.\n",
+    ),
+    (
+        [
+            "Intro.\n\nWe walked to the old mill by the river",
+            "e walked all the way to the old mill by the river and sat.\n",
+        ],
+        "text",
+        "Intro.\n\nWe walked to the old mill by the river and sat.\n",
+    ),
+]
+
+
+@pytest.mark.parametrize(("fragments", "fmt", "expected"), REVIEW_8C)
+def test_session_8_third_review_findings_are_exact_or_flagged(
+    fragments: list[str], fmt: str, expected: str | None
+) -> None:
+    right = "".join(fragments) if expected is None else expected
+    result = stitch(fragments, fmt)
+    if result.ok and not result.doubts:
+        assert result.text.rstrip("\n") == right.rstrip("\n")
