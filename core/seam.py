@@ -348,14 +348,14 @@ def _evaluate(ctx: _Context, cand: _Candidate) -> _Tried | None:
     if not closed and _at_rest(ctx) and done_note(text):
         # The whole reply says the document was complete: nothing to add, no line break.
         warnings.append(f"{DONE_DROPPED}: {text.strip()!r:.80}")
-        end_doubts += _remark_doubts(text.strip())
+        end_doubts += closing_doubts(text.strip())
         text = ""
     elif not closed:
         cut = sign_off(text)
         if cut < len(text):
             remark = text[cut:].strip()
             warnings.append(f"dropped a closing remark: {remark!r:.80}")
-            end_doubts += _remark_doubts(remark)
+            end_doubts += closing_doubts(remark)
             text, breaks = _closed_text(ctx, text[:cut])
             end_doubts += breaks
     accepted = seam.accept(text)
@@ -380,20 +380,15 @@ END_MARK_DROPPED = "dropped a closing line that may be the document's own"
 DONE_DROPPED = "dropped a note that the document was complete"
 
 
-def _remark_doubts(remark: str) -> list[str]:
+def closing_doubts(remark: str) -> list[str]:
     """A doubt for dropped closing text a document may hold itself: an end-of-text line
     ("END OF DOCUMENT"), or a note that the document was complete ("No further content.",
-    bracketed or not)."""
+    bracketed or not). After a wrapper's closing fence, that fence may close the
+    document's own code block, and the line be its."""
     for line in remark.splitlines()[: MAX_LEAD_LINES + 2]:
         if end_mark(line) or done_note(line):
             return [f"{AMBIGUOUS}seam: {END_MARK_DROPPED}: {line.strip()!r:.60}"]
     return []
-
-
-def closing_doubts(dropped: str) -> list[str]:
-    """The doubt for a wrapper's closing fence dropped with an end line or a done note
-    after it: that fence may close the document's own code block, and the line be its."""
-    return _remark_doubts(dropped)
 
 
 #: What a text may end in where the document could be complete.

@@ -2201,20 +2201,6 @@ REVIEW_8: list[tuple[list[str], str, str | None]] = [
 ]
 
 
-@pytest.mark.parametrize(("fragments", "fmt", "expected"), REVIEW_8)
-def test_session_8_review_findings_are_exact_or_flagged(
-    fragments: list[str], fmt: str, expected: str | None
-) -> None:
-    right = "".join(fragments) if expected is None else expected
-    result = stitch(fragments, fmt)
-    if result.ok and not result.doubts:
-        if fmt == "json":
-            assert result.complete is not None
-            assert json.loads(result.complete) == json.loads(right)
-        else:
-            assert result.text.rstrip("\n") == right.rstrip("\n")
-
-
 # Found by a second attacker review (session 8): closing phrases a document says itself
 # (changelogs, READMEs, legal text, CSV notes), a fenced reply's own code block closed
 # before a rule and a sign-off, and loops of values a document repeats.
@@ -2274,20 +2260,6 @@ REVIEW_8B: list[tuple[list[str], str, str | None]] = [
 ]
 
 
-@pytest.mark.parametrize(("fragments", "fmt", "expected"), REVIEW_8B)
-def test_session_8_second_review_findings_are_exact_or_flagged(
-    fragments: list[str], fmt: str, expected: str | None
-) -> None:
-    right = "".join(fragments) if expected is None else expected
-    result = stitch(fragments, fmt)
-    if result.ok and not result.doubts:
-        if fmt == "json":
-            assert result.complete is not None
-            assert json.loads(result.complete) == json.loads(right)
-        else:
-            assert result.text.rstrip("\n") == right.rstrip("\n")
-
-
 # Found by a third attacker review (session 8): a document's own code block closed before
 # an end line, notes that a document holds (in a quoted field, a code block, quotes, a
 # form), and near copies that insert words.
@@ -2333,11 +2305,15 @@ REVIEW_8C: list[tuple[list[str], str, str | None]] = [
 ]
 
 
-@pytest.mark.parametrize(("fragments", "fmt", "expected"), REVIEW_8C)
-def test_session_8_third_review_findings_are_exact_or_flagged(
+@pytest.mark.parametrize(("fragments", "fmt", "expected"), [*REVIEW_8, *REVIEW_8B, *REVIEW_8C])
+def test_session_8_review_findings_are_exact_or_flagged(
     fragments: list[str], fmt: str, expected: str | None
 ) -> None:
     right = "".join(fragments) if expected is None else expected
     result = stitch(fragments, fmt)
     if result.ok and not result.doubts:
-        assert result.text.rstrip("\n") == right.rstrip("\n")
+        if fmt == "json":
+            assert result.complete is not None
+            assert json.loads(result.complete) == json.loads(right)
+        else:
+            assert result.text.rstrip("\n") == right.rstrip("\n")
