@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from core.extraction import drop_model_markup
 from core.formats import Stitcher, detect, resume_stitcher, start_stitcher
 from core.merge import Merge
 from core.models import FinishReason, JobSpec, OnFailure, OutputFormat, ProviderResponse
@@ -63,7 +64,8 @@ def advance(state: JobState, response: ProviderResponse) -> tuple[JobState, Deci
         if response.permanent:  # asking again sends the same request: it cannot help
             return s, _fallback(s, f"the provider refused the request: {response.error}")
         return _failure(s, f"the provider reported an error: {response.error}", backoff=True)
-    text, percent = split_marker(response.text)
+    raw, prefilled, markup_doubts = _without_markup(s, response)
+    text, percent = split_marker(raw)
     s.metadata.progress_reported.append(percent)
     if (not text.strip() and s.length == 0) or (not text and reason not in _DONE):
         if reason is FinishReason.CONTENT_FILTER:
@@ -71,7 +73,9 @@ def advance(state: JobState, response: ProviderResponse) -> tuple[JobState, Deci
         return _failure(s, "the reply is empty")
     _settle_format(s, text)
     if text:
-        stitcher, merge = _merge(s, text, response.prefilled)
+        stitcher, merge = _merge(s, text, prefilled)
+        if markup_doubts and merge.ok:
+            merge = replace(merge, doubts=(*markup_doubts, *merge.doubts))
         refused = _refuse(s, merge, reason)
         if refused is not None:
             return refused
@@ -90,6 +94,20 @@ def advance(state: JobState, response: ProviderResponse) -> tuple[JobState, Deci
     if closed is not None:
         s.fallback = OutputRef(prefix=closed[0], suffix=closed[1])
     return s, _decide(s, stitcher, reason, percent, appended)
+
+
+def _without_markup(s: JobState, response: ProviderResponse) -> tuple[str, int, list[str]]:
+    """The reply without the reasoning and chat-template tokens around it (removed from
+    what a prefilled reply generated, its prefill kept), the prefill's length and the
+    doubts; the removals are warned of."""
+    prefill, generated = "", response.text
+    if 0 < response.prefilled <= len(response.text):
+        prefill, generated = generated[: response.prefilled], generated[response.prefilled :]
+    generated, warnings, doubts = drop_model_markup(generated, s.head + s.tail)
+    if not warnings:
+        return response.text, response.prefilled, []
+    s.metadata.warn(*warnings)
+    return prefill + generated, len(prefill), doubts
 
 
 def _settle_format(s: JobState, text: str) -> None:

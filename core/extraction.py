@@ -76,3 +76,133 @@ def find_json_start(text: str) -> tuple[int, list[str]]:
         start = line.start()
         return start, [f"removed prose before the JSON: {text[:start].strip()!r:.80}"]
     return stripped, []
+
+
+# What a model or its server writes around the reply when the reasoning or the chat
+# template is not parsed out (vLLM without ``--reasoning-parser``, llama.cpp with a wrong
+# template, a router passing raw tokens): never the document's, unless the document is
+# about these very tags (then the removal is doubted).
+_REASONING = (("<think>", "</think>"), ("<thinking>", "</thinking>"), ("[THINK]", "[/THINK]"))
+# A reasoning close with no opening before it: DeepSeek-R1's template puts "<think>\n" in
+# the prompt, so the reply is "…reasoning…</think>\n\n" and then the answer.
+_LONE_CLOSE = "</think>"
+# gpt-oss (harmony) unparsed: analysis, then the final channel's message.
+_HARMONY_FINAL = "<|channel|>final<|message|>"
+_HARMONY_START = re.compile(r"\s*+(?:<\|start\|>assistant)?+<\|channel\|>analysis<\|message\|>")
+# A turn header a template leaked before the reply.
+_TURN_START = re.compile(
+    r"(?:<\|im_start\|>assistant|<\|start_header_id\|>assistant<\|end_header_id\|>"
+    r"|<start_of_turn>model)[ \t]*+\r?\n(?:\r?\n)?"
+)
+# End-of-turn tokens a server did not treat as stop tokens.
+_END_TOKENS = (
+    "<|im_end|>",
+    "<|eot_id|>",
+    "<|endoftext|>",
+    "<|end_of_text|>",
+    "<|end|>",
+    "<|return|>",
+    "<end_of_turn>",
+    "<\uff5cend\u2581of\u2581sentence\uff5c>",  # DeepSeek's
+    "</s>",
+)
+_MARKUP_DOUBT = "ambiguous seam: "  # core.seam.AMBIGUOUS + "seam: " (seam imports this module)
+
+
+def _template_break(text: str, at: int) -> int:
+    """Where the reply starts after a reasoning block that ends at ``at``: past the line
+    breaks the templates write there (one blank line at most)."""
+    for br in ("\r\n\r\n", "\n\n", "\r\n", "\n"):
+        if text.startswith(br, at):
+            return at + len(br)
+    return at
+
+
+class _Removals:
+    """What ``drop_model_markup`` removed, and its doubts."""
+
+    def __init__(self, seen: str) -> None:
+        self.seen = seen
+        self.warnings: list[str] = []
+        self.doubts: list[str] = []
+
+    def note(self, what: str, marks: tuple[str, ...], rest: str) -> None:
+        """``what`` was removed; doubted where the document or the rest uses its marks."""
+        self.warnings.append(f"removed {what}")
+        if any(mark in self.seen or mark in rest for mark in marks):
+            self.doubt(f"removed {what}, but the document uses {marks[0]} too")
+
+    def doubt(self, text: str) -> None:
+        self.warnings.append(_MARKUP_DOUBT + text)
+        self.doubts.append(_MARKUP_DOUBT + text)
+
+
+def drop_model_markup(text: str, seen: str = "") -> tuple[str, list[str], list[str]]:
+    """Remove reasoning and chat-template tokens a reply carries; return the reply, the
+    warnings and the doubts.
+
+    ``seen`` is the document so far (or its head and tail). Removed: a turn header at the
+    start, a reasoning block at the start (``<think>…</think>``, ``<thinking>``,
+    ``[THINK]``; one left open is the whole reply, doubted), the reasoning before a lone
+    ``</think>``, gpt-oss's analysis channel, and end-of-turn tokens at the end. Where the
+    document or the rest of the reply uses the same mark, it may be the document's own:
+    the removal is doubted, and a lone ``</think>`` is left as it is.
+    """
+    if "<" not in text and "[" not in text:
+        return text, [], []
+    done = _Removals(seen)
+    m = _TURN_START.match(text, len(text) - len(text.lstrip()))
+    if m is not None:
+        text = text[m.end() :]
+        done.note("a chat template's turn header", (m.group(0).strip(),), text)
+    text = _drop_end_tokens(_drop_reasoning(text, done), done)
+    return text, done.warnings, done.doubts
+
+
+def _drop_reasoning(text: str, done: _Removals) -> str:
+    m = _HARMONY_START.match(text)
+    if m is not None:
+        final = text.find(_HARMONY_FINAL, m.end())
+        text = "" if final < 0 else text[final + len(_HARMONY_FINAL) :]
+        done.note("the reasoning channel (gpt-oss)", ("<|channel|>",), text)
+        return text
+    start = len(text) - len(text.lstrip())
+    for opener, closer in _REASONING:
+        if text.startswith(opener, start):
+            end = text.find(closer, start + len(opener))
+            if end < 0:  # cut while thinking, or the document's own tag: nothing is sure
+                done.doubt(f"dropped a reply that opens {opener} and never closes it")
+                return ""
+            text = text[_template_break(text, end + len(closer)) :]
+            done.note(f"a reasoning block ({opener}…{closer})", (opener, closer), text)
+            return text
+    close = text.find(_LONE_CLOSE)
+    if close < 0 or "<think>" in text[:close]:
+        return text
+    what = "reasoning before a </think> with no <think>"
+    if "<think>" in done.seen or _LONE_CLOSE in done.seen:
+        done.doubt(f"kept {what}: the document uses <think> too")
+        return text
+    text = text[_template_break(text, close + len(_LONE_CLOSE)) :]
+    done.note(what, (_LONE_CLOSE,), text)
+    return text
+
+
+def _drop_end_tokens(text: str, done: _Removals) -> str:
+    """Drop end-of-turn tokens (and the white space between them) at the reply's end."""
+    end, cut, ends = len(text), -1, set()
+    while True:
+        while end and text[end - 1].isspace():
+            end -= 1
+        token = next((t for t in _END_TOKENS if text.endswith(t, 0, end)), None)
+        if token is None:
+            break
+        end = cut = end - len(token)
+        ends.add(token)
+    if cut < 0:
+        return text
+    text = text[:cut]
+    first = min(ends, key=_END_TOKENS.index)
+    html = ("<s>",) if "</s>" in ends else ()  # </s> also closes HTML's strike-through
+    done.note(f"end-of-turn token {first}", (first, *ends, *html), text)
+    return text

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from core.extraction import drop_model_markup
 from core.formats import ScanState, detect, resume_stitcher, start_stitcher
 from core.models import OutputFormat
 from core.progress import split_marker
@@ -65,8 +66,12 @@ class _Run:
 
     def take(self, index: int, raw: str, *, last: bool) -> None:
         """Merge one fragment, as the engine merges a reply (its state resumed each time)."""
-        fragment, _ = split_marker(raw)
         name = f"fragment {index + 1}"
+        seen = self.text[:HEAD_CHARS] + self.text[-TAIL_CHARS:]
+        raw, removed, doubts = drop_model_markup(raw, seen)
+        self.warnings += [f"{name}: {w}" for w in removed]
+        self.doubts += [f"{name}: {w}" for w in doubts]
+        fragment, _ = split_marker(raw)
         if self.scan is not None and not fragment.strip():
             # A blank reply carries nothing, even inside a JSON string ("50" + " " + "0m"
             # is "500m"): a model asked to go on that sends only white space has stopped

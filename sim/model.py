@@ -155,6 +155,8 @@ class SimModel:
         if hang:
             delay += opts.hang
         content, finish = self._reply(request, chaos)
+        if content and opts.reasoning:
+            content, finish = think(content, finish, chaos.call_id, opts.reasoning)
         body_out = completion(
             call_id=chaos.call_id,
             model=request.model,
@@ -213,6 +215,31 @@ class SimModel:
             payload = payload[: chaos.rng.randint(0, len(payload))]
             finish = "content_filter"
         return payload, finish
+
+
+#: What a reasoning model thinks before it answers (never the document's words).
+THOUGHTS = (
+    "The user wants the rest of the document. I should continue exactly where it stopped.",
+    "Okay, the previous reply was cut off. Let me pick up after the last words.",
+    "",
+)
+
+
+def think(content: str, finish: str, call_id: str, chance: float) -> tuple[str, str]:
+    """``content`` as a reasoning model served without its reasoning parser writes it,
+    with probability ``chance``: a ``<think>`` block first (or only its close, as
+    DeepSeek-R1's template opens it in the prompt), an end-of-turn token last when it
+    stopped; one time in eight the whole reply is thinking, cut by the output limit."""
+    rng = random.Random(f"reasoning:{call_id}")  # the other draws are unchanged
+    if rng.random() >= chance:
+        return content, finish
+    thought = rng.choice(THOUGHTS)
+    form = rng.randrange(8)
+    if form == 0:
+        return f"<think>\n{thought} Maybe the", "length"
+    block = f"<think>\n{thought}\n</think>\n\n" if form < 5 else f"{thought}\n</think>\n\n"
+    end = rng.choice(("<|im_end|>", "<|eot_id|>", "")) if finish == "stop" else ""
+    return block + content + end, finish
 
 
 def _repeat_end(

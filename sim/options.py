@@ -80,7 +80,11 @@ class SimOptions(BaseModel):
     (500), ``timeout`` (hang ``hang`` seconds before answering), ``content_filter``
     (finish_reason content_filter, partial text), ``empty`` (empty content, finish
     length), ``stall`` (repeat the tail, add nothing, marker unmoved).
-    ``latency``: seconds added to every call.
+    ``latency``: seconds added to every call. ``reasoning``: the reply written as a reasoning
+    model served without its reasoning parser writes it (``sim.model.think``): a
+    ``<think>`` block first (empty, as Qwen3's with thinking off; only its close, as
+    DeepSeek-R1's; now and then left open, the whole reply cut while thinking), an
+    end-of-turn token after it; drawn from the call's own generator (other draws unchanged).
 
     Seams, each a probability per continuation call (``SEAM_KNOBS``; see ``sim.seams``):
     the reply is one a real model sends when asked to continue, built from the target at
@@ -128,6 +132,7 @@ class SimOptions(BaseModel):
     empty: Chance = 0.0
     stall: Chance = 0.0
     latency: Seconds = 0.0
+    reasoning: Chance = 0.0
     periodic: Chance = 0.0
     multibyte: Chance = 0.0
     seam_exact: Chance = 0.0

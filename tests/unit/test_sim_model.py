@@ -12,7 +12,7 @@ import pytest
 from core.models import JobSpec, Message, OutputFormat
 from core.prompts import CONTINUE_MARK, continuation_messages, retry_anchor, retry_messages
 from sim.conversation import locate
-from sim.model import SimModel
+from sim.model import SimModel, think
 from sim.options import SimOptions
 
 PROMPT = "Write a long JSON document about harbours"
@@ -373,3 +373,21 @@ def test_failures_still_fire_on_a_retry() -> None:
     target = sim.target_for(PROMPT)
     _, payload = split(content(sim.respond(retried(1000, target[950:1000], target[:1000])).body))
     assert payload not in target
+
+
+def test_reasoning_wraps_replies_the_way_reasoning_models_do() -> None:
+    """``reasoning``: a think block first (or its close alone), an end-of-turn token after
+    a last reply, one time in eight a reply that is all thinking; never otherwise."""
+    forms = {"block": 0, "close only": 0, "all thinking": 0, "end token": 0}
+    for n in range(400):
+        text, finish = think("the rest.", "stop", f"{n:016x}", 1.0)
+        if text.endswith(("<|im_end|>", "<|eot_id|>")):
+            forms["end token"] += 1
+        if finish == "length":
+            assert text.startswith("<think>\n") and "</think>" not in text
+            forms["all thinking"] += 1
+            continue
+        assert finish == "stop" and "the rest." in text and "</think>\n\nthe rest." in text
+        forms["block" if text.startswith("<think>") else "close only"] += 1
+    assert all(count > 10 for count in forms.values()), forms
+    assert think("the rest.", "length", "00", 0.0) == ("the rest.", "length")

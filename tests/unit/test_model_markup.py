@@ -1,0 +1,149 @@
+"""Reasoning and chat-template tokens around a reply (``core.extraction.drop_model_markup``).
+
+A reasoning model served without its reasoning parser (vLLM without
+``--reasoning-parser``, llama.cpp, a router passing raw text) writes ``<think>…</think>``
+before the answer, an empty block when thinking is off (Qwen3), or only the close when the
+template opened the block in the prompt (DeepSeek-R1); gpt-oss writes its analysis channel;
+a wrong template leaks ``<|im_end|>`` or ``<|eot_id|>``. None of it is the document. Before
+this was handled, ``stitch`` kept a think block inside Markdown and text with ``ok=True`` and
+no doubt, and refused the JSON and CSV fragment. Where the document itself uses the same
+tag, the removal may be wrong, and is doubted.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import pytest
+
+from core import Continue, Finish, JobState, ProviderResponse, Retry, advance, start, stitch
+from core.extraction import drop_model_markup
+from core.models import ContinuationConfig, FinishReason, JobSpec, OutputFormat
+
+THINK = "<think>\nThe user wants the rest. The last words were cut; go on after them.\n</think>\n\n"
+QWEN_OFF = "<think>\n\n</think>\n\n"
+R1 = "Okay, the document stopped mid-sentence. I will continue it.\n</think>\n\n"
+HARMONY = (
+    "<|channel|>analysis<|message|>Continue the list.<|end|>"
+    "<|start|>assistant<|channel|>final<|message|>"
+)
+
+# (reply, the document so far, the reply without markup, doubted)
+CASES = [
+    (THINK + " through the valley.", "The river runs", " through the valley.", False),
+    (QWEN_OFF + "3, 4]", "[1, 2, ", "3, 4]", False),
+    (R1 + "and the rest.", "It grew", "and the rest.", False),
+    (HARMONY + "- three\n<|return|>", "- one\n- two\n", "- three\n", False),
+    ("<thinking>plan</thinking>\nrows", "a,b\n", "rows", False),
+    ("[THINK]plan[/THINK]\n\nmore", "text", "more", False),
+    ("the end.\n<|im_end|>", "Text", "the end.\n", False),
+    ("the end.<|eot_id|>\n\n<|eot_id|>", "Text", "the end.", False),
+    ("<|im_start|>assistant\nmore text", "Text", "more text", False),
+    ("x, y</s>", "a, b", "x, y", False),
+    # Open and never closed: cut while thinking, or the document's own tag; doubted.
+    ("<think>\nstill thinking when the limit came", "Text", "", True),
+    ("[THINK] is a tag", "Text", "", True),
+    # The document uses the same tag: the removal may be wrong.
+    (THINK + "more", "Models write <think> first.", "more", True),
+    (R1 + "more", "The tag </think> closes it.", R1 + "more", True),
+    ("old</s>", "Prices: <s>12", "old", True),
+    ("x<|im_end|>", "write <|im_end|> after", "x", True),
+    (THINK + "and <think> is the tag.", "Models", "and <think> is the tag.", True),
+    # Not markup: left as it is.
+    ("a <think> tag, mid-reply", "Text", "a <think> tag, mid-reply", False),
+    ("plain text", "Text", "plain text", False),
+]
+
+
+@pytest.mark.parametrize(("reply", "seen", "expected", "doubted"), CASES)
+def test_markup_is_removed_and_doubted_where_the_document_uses_it(
+    reply: str, seen: str, expected: str, doubted: bool
+) -> None:
+    text, warnings, doubts = drop_model_markup(reply, seen)
+    assert text == expected
+    assert bool(doubts) is doubted
+    assert bool(warnings) is (expected != reply or doubted)
+
+
+DOCS = {
+    "json": json.dumps({"items": [{"id": i, "name": f"item {i}"} for i in range(12)]}, indent=2),
+    "csv": "id,name\n" + "".join(f'{i},"Name, {i}"\n' for i in range(30)),
+    "markdown": "# Notes\n\n"
+    + "".join(
+        f"## Part {i}\n\nThe river runs {w} past {i * 7} mills.\n\n"
+        for i, w in enumerate(
+            ["north", "slowly", "east", "under bridges", "wide", "south", "fast", "deep"]
+        )
+    ),
+    "text": " ".join(f"Sentence {i} says one thing or another." for i in range(40)),
+}
+WRAPS = {
+    "think": lambda r: THINK + r,
+    "qwen-off": lambda r: QWEN_OFF + r,
+    "r1": lambda r: R1 + r,
+    "harmony": lambda r: HARMONY + r + "<|return|>",
+    "im_end": lambda r: r + "<|im_end|>",
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(DOCS))
+@pytest.mark.parametrize("wrap", sorted(WRAPS))
+def test_stitch_reads_wrapped_fragments_exactly(fmt: str, wrap: str) -> None:
+    doc = DOCS[fmt]
+    cuts = [0, len(doc) // 3 + 1, 2 * len(doc) // 3 + 2, len(doc)]
+    plain = [doc[a:b] for a, b in itertools.pairwise(cuts)]
+    assert stitch(plain, fmt).text == doc
+    res = stitch([WRAPS[wrap](f) for f in plain], fmt)
+    assert res.ok and not res.doubts, res.warnings
+    assert res.text == doc
+    assert any("removed" in w for w in res.warnings)
+
+
+def _job(fmt: str) -> JobSpec:
+    return JobSpec(
+        prompt="Write the document.", format=OutputFormat(fmt), continuation=ContinuationConfig()
+    )
+
+
+def _reply(text: str, reason: str = "length", prefilled: int = 0) -> ProviderResponse:
+    return ProviderResponse(text=text, finish_reason=FinishReason(reason), prefilled=prefilled)
+
+
+def test_the_engine_drops_reasoning_from_every_reply() -> None:
+    doc = DOCS["markdown"]
+    state, d = advance(start(_job("markdown")), _reply(THINK + doc[:100]))
+    assert isinstance(d, Continue)
+    state, d = advance(state, _reply(R1 + doc[100:250]))
+    assert isinstance(d, Continue)
+    state, d = advance(state, _reply(QWEN_OFF + doc[250:] + "<|im_end|>", "stop"))
+    assert isinstance(d, Finish)
+    assert state.length == len(doc) and state.tail == doc[-len(state.tail) :]
+    assert not any("ambiguous" in w for w in state.metadata.warnings)
+    assert sum("removed" in w for w in state.metadata.warnings) == 4
+
+
+def test_a_reply_that_is_all_reasoning_is_asked_again() -> None:
+    state, d = advance(start(_job("text")), _reply("The river runs"))
+    assert isinstance(d, Continue)
+    state, d = advance(state, _reply("<think>\nLet me think about how the river"))
+    assert isinstance(d, Retry) and "empty" in d.reason, d
+    assert state.length == len("The river runs")
+
+
+def test_a_prefilled_reply_keeps_its_prefill_and_drops_the_reasoning_after_it() -> None:
+    doc = "The river runs through the valley and on to the sea.\n"
+    state, d = advance(start(_job("text")), _reply(doc[:20]))
+    assert isinstance(d, Continue)
+    prefill = state.tail.rstrip()
+    state, d = advance(state, _reply(prefill + QWEN_OFF + doc[20:], "stop", prefilled=len(prefill)))
+    assert isinstance(d, Finish), d
+    assert state.length == len(doc)
+
+
+def test_reasoning_over_a_document_about_the_tag_is_asked_again() -> None:
+    state, d = advance(start(_job("text")), _reply("Models write <think> before the answer; th"))
+    assert isinstance(d, Continue)
+    state, d = advance(state, _reply(THINK + "e answer follows."))
+    assert isinstance(d, Retry) and "ambiguous" in d.reason, d
+    assert isinstance(state, JobState)
