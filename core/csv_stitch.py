@@ -23,7 +23,7 @@ from functools import lru_cache
 from itertools import pairwise
 from typing import NamedTuple
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from core.extraction import clean_text
 from core.leads import Strength
@@ -76,6 +76,9 @@ class CsvScan(BaseModel):
     row_end: int = 0  # offset just after the last complete row's line break
     ragged: int = 0  # data rows whose field count differs from the header's
     wrapper: str = ""  # the fence a wrapper opened and did not close yet
+    #: The line break last seen inside a quoted field (LF or CRLF); left out of the stored
+    #: form while none was (a state stored before this field is written back as it was).
+    field_break: str = Field(default="", exclude_if=lambda value: not value)
 
 
 Rows = list[tuple[int, int]]  # (offset after the row's line break, field count; 0 = blank)
@@ -117,6 +120,32 @@ def scan_rows(
     return mode, delims, rows
 
 
+def crlf_records(mode: CsvMode, delims: int, text: str) -> tuple[str, bool]:
+    """``text`` (LF line breaks), scanned from ``mode``, with the breaks that end records
+    written CRLF and those inside quoted fields kept LF; and whether there were any of
+    those."""
+    _, _, rows = scan_rows(mode, delims, text)
+    out, last = [], 0
+    for end, _ in rows:
+        out.append(text[last : end - 1])
+        last = end
+    out.append(text[last:])
+    return "\r\n".join(out), text.count("\n") > len(rows)
+
+
+def _field_break(text: str, rows: Rows) -> str:
+    """The last line break of ``text`` inside a quoted field ("" where there is none, or
+    only an LF whose CR came before ``text``)."""
+    if text.count("\n") <= len(rows):
+        return ""
+    ends = {end - 1 for end, _ in rows}
+    at = len(text)
+    while (at := text.rfind("\n", 0, at)) > 0:
+        if at not in ends:
+            return "\r\n" if text[at - 1] == "\r" else "\n"
+    return ""
+
+
 def _scan_plain(mode: CsvMode, delims: int, text: str) -> tuple[CsvMode, int]:
     """``scan_rows`` over text with no quote (and, outside a quoted field, no line break):
     the commas are counted in C."""
@@ -155,6 +184,7 @@ def _advance(scan: CsvScan, append: str) -> CsvScan:
         else:
             records, ragged = records + 1, ragged + (count != fields)
     return CsvScan(
+        field_break=_field_break(append, rows) or scan.field_break,
         length=scan.length + len(append),
         records=records,
         head=grow_head(scan.head, append),
@@ -283,6 +313,9 @@ def _seam(scan: CsvScan, tail: str, *, exact: bool = False) -> Seam:
         exact=exact,
         blank_lines=False,
         in_field=scan.mode is CsvMode.QUOTED,
+        ends_in_field=lambda text: scan_rows(scan.mode, scan.delims, text)[0] is CsvMode.QUOTED,
+        crlf_records=lambda text: crlf_records(scan.mode, scan.delims, text),
+        field_break=scan.field_break,
     )
 
 

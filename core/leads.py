@@ -46,7 +46,7 @@ _CHAT = re.compile(
     r"|content|code|notes|asked|requested)\b)"
     r"|continu(?:ing|ed|ation)\b[ \t]*(?:[:.!(\u2014-]|$|from\b|where\b|exactly\b|on\b"
     r"|with (?:the|my)\b|the (?:document|json|csv|table|list|text|data|output|answer)\b)"
-    r"|\(continued\)|\[continued\]"
+    r"|[(\[]continued[)\]][ \t]*[.:!]?[ \t]*$"  # the whole line ("(continued) picks up" is text)
     r"|[^\n]*\b(?:the rest of (?:the|it|my)|the remainder|where (?:i|we|it) (?:left off|stopped"
     r"|was cut|were cut)|(?:was|were|got) cut off|picking up (?:where|from)|pick up where"
     r"|as requested|the continuation|resuming (?:from|where|the))\b)",

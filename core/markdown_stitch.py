@@ -390,6 +390,7 @@ def merge_markdown(
         strip_close=False,
         exact=exact,
         in_field=_in_code(scan),
+        ends_in_field=lambda text: _in_code(_advance(scan, text)),
     )
     reading, warnings, error = read_seam(tail, scan.length, scan.head, fragment, seam)
     if reading is None:

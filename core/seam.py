@@ -100,6 +100,10 @@ NO_SEAM = "no reading of the seam passes the format's checks"
 Accept = Callable[[str], tuple[str, str] | None]
 
 
+def _never_in_field(text: str) -> bool:
+    return False
+
+
 def _never(text: str) -> None:
     return None
 
@@ -141,6 +145,14 @@ class Seam:
     #: The cut is inside a quoted CSV field or a Markdown code block: the text there is the
     #: document's, whatever it says.
     in_field: bool = False
+    #: Whether text appended at the cut leaves the document inside a quoted CSV field or a
+    #: Markdown code block: closing text after it is the document's, whatever it says.
+    ends_in_field: Callable[[str], bool] = _never_in_field
+    #: CSV: a reply's text (LF line breaks) with the breaks that end records written CRLF
+    #: and those inside quoted fields kept, and whether there were any of those.
+    crlf_records: Callable[[str], tuple[str, bool]] | None = None
+    #: CSV: the line break the document writes inside quoted fields ("": none seen yet).
+    field_break: str = ""
     #: Whether ``square`` (text ending the tail, ``rest`` after it in the fragment) is
     #: whole records a document may repeat.
     aligned: Callable[[str, str, str], bool] = whole_lines
@@ -333,6 +345,10 @@ def _evaluate(ctx: _Context, cand: _Candidate) -> _Tried | None:
     end_doubts: list[str] = []
     if cand.lead.end:
         warnings.append(f"dropped a {cand.lead.end}-character preamble: {cand.lead.text!r:.80}")
+        if not cand.confirmed and any(soft_chat(line) for line in cand.lead.text.splitlines()):
+            # No repeat proves it the reply's: "Of course, nothing went as planned." may
+            # be the document's next sentence (dropped, the whole reply was lost).
+            end_doubts.append(f"{AMBIGUOUS}seam: {SOFT_WRAPPER}")
     closed = False
     if fence and seam.strip_close:
         # The text starts a line where a lead ends in a line break ("```\n" + "```": an
@@ -351,8 +367,10 @@ def _evaluate(ctx: _Context, cand: _Candidate) -> _Tried | None:
         end_doubts += closing_doubts(text.strip())
         text = ""
     elif not closed:
+        if done_note(text):  # not at rest: kept, and the document may not go on so
+            end_doubts.append(f"{AMBIGUOUS}seam: {DONE_KEPT}: {text.strip()!r:.60}")
         cut = sign_off(text)
-        if cut < len(text):
+        if cut < len(text) and not seam.ends_in_field(text[:cut]):
             remark = text[cut:].strip()
             warnings.append(f"dropped a closing remark: {remark!r:.80}")
             end_doubts += closing_doubts(remark)
@@ -378,6 +396,7 @@ def _evaluate(ctx: _Context, cand: _Candidate) -> _Tried | None:
 
 END_MARK_DROPPED = "dropped a closing line that may be the document's own"
 DONE_DROPPED = "dropped a note that the document was complete"
+DONE_KEPT = "kept a reply that reads as a note that the document was complete, where it was cut"
 
 
 def closing_doubts(remark: str) -> list[str]:
@@ -1380,8 +1399,11 @@ def read_seam(
     text, warnings = clean_text(fragment)
     if not text.strip():
         return None, warnings, EMPTY
-    text = _line_endings(head, tail, text, warnings)
+    breaks: list[str] = []  # a doubt about the line breaks written as the document's
+    text = _line_endings(head, tail, text, warnings, seam=seam, doubts=breaks)
     reading, error = plan_seam(tail, total, head, text, seam)
+    if reading is not None and breaks:
+        reading = replace(reading, doubts=(*reading.doubts, *breaks))
     if reading is not None and tail.endswith("\r") and reading.append[:1] not in ("\n", ""):
         # Cut between CR and LF: the model began the next line afresh, or (where no blank
         # line may follow, CSV) sent the whole CRLF again: end the break. Where a blank
@@ -1392,12 +1414,14 @@ def read_seam(
     return reading, warnings, error
 
 
-def _line_endings(head: str, tail: str, text: str, warnings: list[str]) -> str:
+def _line_endings(
+    head: str, tail: str, text: str, warnings: list[str], *, seam: Seam, doubts: list[str]
+) -> str:
     """Write a fragment's line breaks the way the document does (CRLF or LF). A fragment
     that starts with the LF of a CRLF the cut split keeps it as it is."""
     if tail.endswith("\r") and text.startswith("\n"):
-        return "\n" + _as_document(head, tail, text[1:], warnings)
-    return _as_document(head, tail, text, warnings)
+        return "\n" + _as_document(head, tail, text[1:], warnings, seam=seam, doubts=doubts)
+    return _as_document(head, tail, text, warnings, seam=seam, doubts=doubts)
 
 
 _BREAK_OR_QUOTE = re.compile(r'"|\r?\n')
@@ -1429,7 +1453,21 @@ def _quoted_lfs(text: str) -> bool:
     return False
 
 
-def _as_document(head: str, tail: str, text: str, warnings: list[str]) -> str:
+def _bare_lf(text: str) -> bool:
+    """Whether ``text`` holds a line break that is LF alone (in a CRLF document: one inside
+    a quoted field)."""
+    return text.count("\n") > text.count("\r\n")
+
+
+_FIELD_BREAKS = (
+    "the reply's line breaks inside quoted fields were written CRLF, as its records'; "
+    "the document shows no line break inside a field to follow"
+)
+
+
+def _as_document(
+    head: str, tail: str, text: str, warnings: list[str], *, seam: Seam, doubts: list[str]
+) -> str:
     sample = head if "\n" in head else tail
     nl = sample.find("\n")
     if nl < 0 or "\n" not in text:
@@ -1439,10 +1477,22 @@ def _as_document(head: str, tail: str, text: str, warnings: list[str]) -> str:
         # fields that hold its bare LFs (as spreadsheets export them), writes those on
         # purpose: kept as they are.
         crlf = text.count("\r\n")
-        if text.count("\n") - crlf > crlf and not _quoted_lfs(text):
-            warnings.append("wrote the fragment's line breaks as CRLF, as the document does")
-            return text.replace("\r\n", "\n").replace("\n", "\r\n")
-        return text
+        if text.count("\n") - crlf <= crlf or _quoted_lfs(text):
+            return text
+        warnings.append("wrote the fragment's line breaks as CRLF, as the document does")
+        plain = text.replace("\r\n", "\n")
+        if seam.crlf_records is not None:
+            # CSV: only the breaks that end records (scanned from the cut's quote state);
+            # those inside quoted fields as the document writes them, where it shows it.
+            records, in_fields = seam.crlf_records(plain)
+            known = seam.field_break or ("\n" if _bare_lf(head) or _bare_lf(tail) else "")
+            if in_fields and known == "\n":
+                warnings.append("kept the LFs inside quoted fields, as the document does")
+                return records
+            if in_fields and not known:
+                doubts.append(f"{AMBIGUOUS}seam: {_FIELD_BREAKS}")
+                warnings.append(doubts[-1])
+        return plain.replace("\n", "\r\n")
     if "\r\n" in text:
         warnings.append("wrote the fragment's CRLF line breaks as LF, as the document does")
         return text.replace("\r\n", "\n")

@@ -2305,8 +2305,95 @@ REVIEW_8C: list[tuple[list[str], str, str | None]] = [
 ]
 
 
-@pytest.mark.parametrize(("fragments", "fmt", "expected"), [*REVIEW_8, *REVIEW_8B, *REVIEW_8C])
-def test_session_8_review_findings_are_exact_or_flagged(
+# Session 9: three silent cases the eighth session's note left open. A whole reply that
+# starts with an interjection and a comma was dropped as chat (the whole reply lost); a
+# reply going on with " (continued) …" mid-line was dropped as a preamble; a sign-off
+# inside a quoted CSV field (or a code block) was dropped with the row after it.
+SESSION_9: list[tuple[list[str], str, str | None]] = [
+    (
+        [
+            "# Story\n\nThe launch was set for Monday. ",
+            "Of course, nothing went as planned. The rocket sat on the pad for a week.\n",
+        ],
+        "markdown",
+        None,
+    ),
+    (["The launch was set for Monday. ", "Of course, nothing went as planned.\n"], "text", None),
+    (["The story", " (continued) picks up here.\n"], "text", None),
+    (["# Notes\n\nThe list of items", " (continued) is below.\n\n- one\n"], "markdown", None),
+    (
+        ['id,note\n1,"Thanks for', ' reading.\n\nLet me know if you need anything else!"\n2,ok\n'],
+        "csv",
+        None,
+    ),
+    (
+        [
+            'id,note\n1,"Thanks for',
+            " reading.\n\nLet me know if you need anything else!",
+            '"\n2,ok\n',
+        ],
+        "csv",
+        None,
+    ),
+    (
+        [
+            "# Doc\n\n```text\nThanks for",
+            " reading.\n\nLet me know if you need anything else!",
+            "\n```\n",
+        ],
+        "markdown",
+        None,
+    ),
+]
+#: Of those, the ones with one reading: exact, no doubt.
+SESSION_9_CLEAR = [case for case in SESSION_9 if "Of course" not in case[0][1]]
+
+
+# A CRLF CSV whose reply writes LF only: its record ends become CRLF, and the breaks inside
+# quoted fields follow the document (LF as spreadsheets export them, or CRLF), found by
+# scanning the reply from the cut's quote state; where the document shows none, doubted.
+# (All were CRLF before, silently: the third corpus's last silent class.)
+@pytest.mark.parametrize(
+    ("fragments", "expected"),
+    [
+        (
+            ['id,note\r\n1,"a\nb"\r\n2,c', '\n3,"d\ne"\n4,f\n'],
+            'id,note\r\n1,"a\nb"\r\n2,c\r\n3,"d\ne"\r\n4,f\r\n',
+        ),
+        (
+            ['id,note\r\n1,"a\nb"\r\n2,"c', 'd\ne"\n3,f\n'],
+            'id,note\r\n1,"a\nb"\r\n2,"cd\ne"\r\n3,f\r\n',
+        ),
+        (
+            ['id,note\r\n1,"a\r\nb"\r\n2,"c', 'd\ne"\n3,f\n'],
+            'id,note\r\n1,"a\r\nb"\r\n2,"cd\r\ne"\r\n3,f\r\n',
+        ),
+        (['id,note\r\n1,ab\r\n2,"c', 'd\ne"\n3,f\n'], None),
+    ],
+)
+def test_line_breaks_in_quoted_fields_follow_the_document(
+    fragments: list[str], expected: str | None
+) -> None:
+    result = stitch(fragments, "csv")
+    if expected is None:
+        assert result.doubts, result.text
+    else:
+        assert result.ok and not result.doubts, result.warnings
+        assert result.text == expected
+
+
+def test_a_note_that_the_document_was_complete_glued_mid_line_is_doubted() -> None:
+    result = stitch(
+        ["# Notes\n\n1. Ignored at the end of the meeting", "The document above is complete."],
+        "markdown",
+    )
+    assert result.doubts, result.text
+
+
+@pytest.mark.parametrize(
+    ("fragments", "fmt", "expected"), [*REVIEW_8, *REVIEW_8B, *REVIEW_8C, *SESSION_9]
+)
+def test_review_findings_are_exact_or_flagged(
     fragments: list[str], fmt: str, expected: str | None
 ) -> None:
     right = "".join(fragments) if expected is None else expected
@@ -2317,3 +2404,12 @@ def test_session_8_review_findings_are_exact_or_flagged(
             assert json.loads(result.complete) == json.loads(right)
         else:
             assert result.text.rstrip("\n") == right.rstrip("\n")
+
+
+@pytest.mark.parametrize(("fragments", "fmt", "expected"), SESSION_9_CLEAR)
+def test_text_that_only_looks_like_a_wrapper_inside_a_line_or_field_is_kept(
+    fragments: list[str], fmt: str, expected: str | None
+) -> None:
+    result = stitch(fragments, fmt)
+    assert result.ok and not result.doubts, result.warnings
+    assert result.text == "".join(fragments)
