@@ -535,7 +535,9 @@ def _whole_row(tail: str, square: str, rest: str) -> bool:
 def start_csv(fragment: str) -> tuple[CsvScan, Merge]:
     """Clean the first fragment; a wrapper (chat prose, a code fence) is dropped."""
     text, warnings = clean_text(fragment)
-    reading = start_reading(text)
+    reading = start_reading(
+        text, ends_in_field=lambda t: scan_rows(CsvMode.ROW_START, 0, t)[0] is CsvMode.QUOTED
+    )
     append, wrapper, notes = close_wrapper(reading, line_start=True)
     if not append.strip():
         return CsvScan(), Merge.failed(EMPTY, *warnings, *reading.warnings)

@@ -37,12 +37,13 @@ from core.prompts import (
     retry_messages,
 )
 from core.repair import advance_repair
-from core.seam import AMBIGUOUS, AMBIGUOUS_END
+from core.seam import AMBIGUOUS, AMBIGUOUS_END, STOPPED_NOTE
 from core.squares import CONFIRM
 from core.state import Continue, Decision, Fallback, Finish, JobState, OutputRef, Retry, Served
 
 _DONE = (FinishReason.STOP, FinishReason.TOOL_CALLS)
 _FILTERED = "the provider's content filter stopped the reply"
+_STOPPED_SHORT = "the model said it stopped before the end (and stopped): continuing"
 
 
 def start(spec: JobSpec) -> JobState:
@@ -80,6 +81,11 @@ def advance(state: JobState, response: ProviderResponse) -> tuple[JobState, Deci
         if refused is not None:
             return refused
         s.metadata.warn(*merge.warnings)
+        if reason in _DONE and any(w.startswith(STOPPED_NOTE) for w in merge.warnings):
+            # "[Continued in the next message]", "Would you like me to continue?": the
+            # model stopped before the end, whatever it reported.
+            s.metadata.warn(f"iteration {s.iteration}: {_STOPPED_SHORT}")
+            reason = FinishReason.LENGTH
         s = s.model_copy(update={**s.appended(merge.append), "scan": stitcher.scan})
         appended = merge.append
     else:

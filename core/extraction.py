@@ -93,7 +93,15 @@ _HARMONY_START = re.compile(r"\s*+(?:<\|start\|>assistant)?+<\|channel\|>analysi
 _TURN_START = re.compile(
     r"(?:<\|im_start\|>assistant|<\|start_header_id\|>assistant<\|end_header_id\|>"
     r"|<start_of_turn>model)[ \t]*+\r?\n(?:\r?\n)?"
+    r"|assistant[ \t]*+\r?\n\r?\n"  # Llama 3's header without its special tokens
 )
+# Beginning-of-text tokens a server did not strip (and the marks that make one the text's).
+_START_TOKENS = {
+    "<|begin_of_text|>": ("<|begin_of_text|>",),
+    "<|startoftext|>": ("<|startoftext|>",),
+    "<bos>": ("<bos>",),
+    "<s>": ("<s>", "</s>"),  # also HTML's strike-through
+}
 # End-of-turn tokens a server did not treat as stop tokens.
 _END_TOKENS = (
     "<|im_end|>",
@@ -141,16 +149,23 @@ def drop_model_markup(text: str, seen: str = "") -> tuple[str, list[str], list[s
     """Remove reasoning and chat-template tokens a reply carries; return the reply, the
     warnings and the doubts.
 
-    ``seen`` is the document so far (or its head and tail). Removed: a turn header at the
-    start, a reasoning block at the start (``<think>…</think>``, ``<thinking>``,
-    ``[THINK]``; one left open is the whole reply, doubted), the reasoning before a lone
-    ``</think>``, gpt-oss's analysis channel, and end-of-turn tokens at the end. Where the
-    document or the rest of the reply uses the same mark, it may be the document's own:
-    the removal is doubted, and a lone ``</think>`` is left as it is.
+    ``seen`` is the document so far (or its head and tail). Removed: a beginning-of-text
+    token and a turn header at the start (``<|im_start|>assistant``, or the role's name
+    and a blank line, as a template that lost its special tokens writes it), a
+    reasoning block at the start (``<think>…</think>``, ``<thinking>``, ``[THINK]``; one
+    left open is the whole reply, doubted), the reasoning before a lone ``</think>``,
+    gpt-oss's analysis channel, and end-of-turn tokens at the end. Where the document or
+    the rest of the reply uses the same mark, it may be the document's own: the removal
+    is doubted, and a lone ``</think>`` is left as it is.
     """
-    if "<" not in text and "[" not in text:
+    if "<" not in text and "[" not in text and not text.lstrip().startswith("assistant"):
         return text, [], []
     done = _Removals(seen)
+    start = len(text) - len(text.lstrip())
+    token = next((t for t in _START_TOKENS if text.startswith(t, start)), None)
+    if token is not None:
+        text = text[start + len(token) :]
+        done.note(f"a beginning-of-text token {token}", _START_TOKENS[token], text)
     m = _TURN_START.match(text, len(text) - len(text.lstrip()))
     if m is not None:
         text = text[m.end() :]

@@ -166,7 +166,36 @@ def soft_chat(line: str) -> bool:
 def is_sign_off(line: str) -> bool:
     if len(line) > MAX_LEAD_LINE:
         return False
-    return _SIGN_OFF.match(line) is not None or end_mark(line) or done_note(line)
+    return _SIGN_OFF.match(line) is not None or end_mark(line) or done_note(line) or stopped(line)
+
+
+#: A line saying the reply stopped before the document's end, or asking whether to go on
+#: ("[Continued in the next message due to length…]", "*(Response truncated — reply
+#: “continue” for the rest.)*", "Would you like me to continue with the rest?"): the
+#: model's own, and the document is not finished, whatever the finish reason says.
+_STOPPED = re.compile(
+    r"[ \t]*[*_(\[]*[ \t]*(?:\.\.\.|\u2026)?[ \t]*(?:"
+    r"(?:(?:to be )?continued|continuing) in (?:the |my |a )?next (?:message|reply|response|part)"
+    r"|(?:the )?(?:response|output|reply|message|answer) (?:was |is |has been |got )?"
+    r"(?:truncated|cut off)"
+    r"|(?:(?:would you like|do you want|want) (?:me )?to|shall i|should i) (?:continue|keep going"
+    r"|go on|proceed)"
+    r"|(?:reply|say|type|respond|answer)(?: with)? [\"'\u201c\u2018]?continue\b"
+    r"|i(?:'ve|\u2019ve| have) (?:reached|hit) (?:the|my) (?:maximum|max|output|response|length"
+    r"|character|token)"
+    r"|due to (?:the )?(?:length|output|response|character|token|space) (?:limit|constraint"
+    r"|restriction)s?"
+    r"|let me know if you(?:'d|\u2019d| would)? (?:like|want) me to (?:continue|keep going"
+    r"|go on|proceed)"
+    r")",
+    re.IGNORECASE,
+)
+
+
+def stopped(text: str) -> bool:
+    """Whether ``text`` (one line) says the reply stopped short or asks whether to go on."""
+    line = text.strip()
+    return 0 < len(line) <= MAX_LEAD_LINE and "\n" not in line and bool(_STOPPED.match(line))
 
 
 def done_note(text: str) -> bool:

@@ -350,7 +350,11 @@ def _with_doubts(merge: Merge, closing: str, scan: MarkdownScan) -> Merge:
 def start_markdown(fragment: str) -> tuple[MarkdownScan, Merge]:
     """Clean the first fragment; a wrapper (chat prose, a ```markdown fence) is dropped."""
     text, warnings = clean_text(fragment)
-    reading = start_reading(text, fence_strength=_first_fence(text))
+    reading = start_reading(
+        text,
+        fence_strength=_first_fence(text),
+        ends_in_field=lambda t: _in_code(_advance(MarkdownScan(), t)),
+    )
     scan, append = _close_wrapper(MarkdownScan(), reading.append, reading.fence, line_start=True)
     if not append.strip():
         return MarkdownScan(), Merge.failed(EMPTY, *warnings, *reading.warnings)

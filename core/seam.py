@@ -47,6 +47,7 @@ from core.leads import (
     lead_candidates,
     sign_off,
     soft_chat,
+    stopped,
 )
 from core.merge import Merge
 from core.overlap import Splice, exact_overlaps, normalized_overlaps, visible
@@ -359,23 +360,11 @@ def _evaluate(ctx: _Context, cand: _Candidate) -> _Tried | None:
             closed = True
             warnings.append(f"dropped the wrapper's closing fence: {dropped.strip()!r:.80}")
             end_doubts += closing_doubts(dropped)
+            _note_stopped(dropped, warnings)
             text, breaks = _closed_text(ctx, text)
             end_doubts += breaks
-    if not closed and _at_rest(ctx) and done_note(text):
-        # The whole reply says the document was complete: nothing to add, no line break.
-        warnings.append(f"{DONE_DROPPED}: {text.strip()!r:.80}")
-        end_doubts += closing_doubts(text.strip())
-        text = ""
-    elif not closed:
-        if done_note(text):  # not at rest: kept, and the document may not go on so
-            end_doubts.append(f"{AMBIGUOUS}seam: {DONE_KEPT}: {text.strip()!r:.60}")
-        cut = sign_off(text)
-        if cut < len(text) and not seam.ends_in_field(text[:cut]):
-            remark = text[cut:].strip()
-            warnings.append(f"dropped a closing remark: {remark!r:.80}")
-            end_doubts += closing_doubts(remark)
-            text, breaks = _closed_text(ctx, text[:cut])
-            end_doubts += breaks
+    if not closed:
+        text = _closing_text(ctx, text, warnings, end_doubts)
     accepted = seam.accept(text)
     repaired = accepted is None
     if repaired:
@@ -394,6 +383,46 @@ def _evaluate(ctx: _Context, cand: _Candidate) -> _Tried | None:
     return _Tried(cand, append, reading, repaired)
 
 
+def _closing_text(ctx: _Context, text: str, warnings: list[str], doubts: list[str]) -> str:
+    """The reply without the closing chat after its text (a note that the document was
+    complete, one that the reply stopped short, a sign-off paragraph), with warnings and
+    doubts."""
+    if _at_rest(ctx) and done_note(text):
+        # The whole reply says the document was complete: nothing to add, no line break.
+        warnings.append(f"{DONE_DROPPED}: {text.strip()!r:.80}")
+        doubts += closing_doubts(text.strip())
+        return ""
+    if stopped(text):
+        # The whole reply says it stops or asks to go on ("Would you like me to
+        # continue?"): nothing to add. In a string or a quoted field it may be the text.
+        warnings.append(f"{STOPPED_NOTE}: {text.strip()!r:.80}")
+        if ctx.seam.in_string or ctx.seam.in_field:
+            doubts.append(f"{AMBIGUOUS}seam: {STOPPED_NOTE} inside a string or quoted field")
+        return ""
+    if done_note(text):  # not at rest: kept, and the document may not go on so
+        doubts.append(f"{AMBIGUOUS}seam: {DONE_KEPT}: {text.strip()!r:.60}")
+    cut = sign_off(text)
+    if cut == len(text) or ctx.seam.ends_in_field(text[:cut]):
+        return text
+    remark = text[cut:].strip()
+    warnings.append(f"dropped a closing remark: {remark!r:.80}")
+    doubts += closing_doubts(remark)
+    _note_stopped(remark, warnings)
+    text, breaks = _closed_text(ctx, text[:cut])
+    doubts += breaks
+    return text
+
+
+def _note_stopped(dropped: str, warnings: list[str]) -> None:
+    """Say so where dropped closing text says the reply stopped short (the engine then
+    goes on, whatever the finish reason)."""
+    line = next((line for line in dropped.splitlines() if stopped(line)), None)
+    if line is not None:
+        warnings.append(f"{STOPPED_NOTE}: {line.strip()!r:.80}")
+
+
+#: A warning: the reply said it stopped before the end ("[Continued in the next message]").
+STOPPED_NOTE = "dropped a note that the reply stopped short"
 END_MARK_DROPPED = "dropped a closing line that may be the document's own"
 DONE_DROPPED = "dropped a note that the document was complete"
 DONE_KEPT = "kept a reply that reads as a note that the document was complete, where it was cut"
@@ -1521,13 +1550,37 @@ SOFT_WRAPPER = (
 
 
 def start_reading(
-    fragment: str, *, fence_strength: Callable[[str], Strength] = any_fence
+    fragment: str,
+    *,
+    fence_strength: Callable[[str], Strength] = any_fence,
+    ends_in_field: Callable[[str], bool] = _never_in_field,
 ) -> Reading:
-    """The first fragment: a wrapper (chat prose, a fence opener) is dropped, nothing else.
+    """The first fragment: a wrapper (chat prose, a fence opener) is dropped, and closing
+    chat (a last paragraph that signs off or says the reply stopped short) unless the
+    text before it leaves a quoted field or code block open (``ends_in_field``).
 
     Only a lead the evidence calls strong is dropped: there is no received text to prove a
     weak one wrong.
     """
+    reading = _start_lead(fragment, fence_strength)
+    if reading.fence:
+        return reading  # the wrapper's closing fence, and what follows it, are read later
+    cut = sign_off(reading.append)
+    if cut == len(reading.append) or ends_in_field(reading.append[:cut]):
+        return reading
+    remark = reading.append[cut:].strip()
+    notes = [f"dropped a closing remark: {remark!r:.80}"]
+    _note_stopped(remark, notes)
+    doubts = [*closing_doubts(remark), f"{AMBIGUOUS_END}{END_BREAK}"]
+    return replace(
+        reading,
+        append=reading.append[:cut],
+        warnings=(*reading.warnings, *notes, *doubts),
+        doubts=(*reading.doubts, *doubts),
+    )
+
+
+def _start_lead(fragment: str, fence_strength: Callable[[str], Strength]) -> Reading:
     strong = [
         lead
         for lead in lead_candidates(fragment, fence_strength=fence_strength)

@@ -147,3 +147,67 @@ def test_reasoning_over_a_document_about_the_tag_is_asked_again() -> None:
     state, d = advance(state, _reply(THINK + "e answer follows."))
     assert isinstance(d, Retry) and "ambiguous" in d.reason, d
     assert isinstance(state, JobState)
+
+
+# A model that stops itself before the end says so ("[Continued in the next message]",
+# "Would you like me to continue?"), often with finish reason ``stop``: the note is
+# dropped, and the engine goes on instead of finishing a document cut short. Before, the
+# note was kept as text (the CSV rows after it glued onto it) and the job "succeeded".
+STOPPED = [
+    (
+        ["id,name\n1,Ana\n2,Bo\n\n[Continued in the next message due to length…]", "3,Cy\n"],
+        "csv",
+        "id,name\n1,Ana\n2,Bo\n3,Cy\n",
+    ),
+    (
+        [
+            "id,name\n1,Ana\n2,Bo\n",
+            "Would you like me to continue with the rest of the CSV?",
+            "3,Cy\n",
+        ],
+        "csv",
+        "id,name\n1,Ana\n2,Bo\n3,Cy\n",
+    ),
+    (
+        [
+            "# Plan\n\n- one\n- two\n\n*(Response truncated — reply “continue” for the rest.)*",
+            "- three\n",
+        ],
+        "markdown",
+        "# Plan\n\n- one\n- two\n- three\n",
+    ),
+    (
+        ["The parcel was recei", "assistant\n\nved on Monday."],
+        "text",
+        "The parcel was received on Monday.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("fragments", "fmt", "expected"), STOPPED)
+def test_notes_that_the_reply_stopped_short_are_dropped(
+    fragments: list[str], fmt: str, expected: str
+) -> None:
+    res = stitch(fragments, fmt)
+    assert res.ok and res.text == expected, res.warnings
+    assert all(d.startswith("fragment 1: ambiguous end") for d in res.doubts), res.doubts
+
+
+def test_the_engine_goes_on_after_a_reply_that_stopped_short() -> None:
+    doc = "id,name\n" + "".join(f"{i},name {i}\n" for i in range(30))
+    cut = doc.index("\n", 120) + 1  # the model stopped after a whole row
+    state, d = advance(
+        start(_job("csv")),
+        _reply(doc[:cut] + "\nShall I continue with the remaining rows?", "stop"),
+    )
+    assert isinstance(d, Continue), d
+    assert any("stopped before the end" in w for w in state.metadata.warnings)
+    assert state.tail == doc[:cut]
+    state, d = advance(state, _reply(doc[cut:], "stop"))
+    assert isinstance(d, Finish), d
+    assert state.length == len(doc) and state.tail == doc[-len(state.tail) :]
+
+
+def test_a_question_inside_a_quoted_field_is_doubted_not_dropped_silently() -> None:
+    res = stitch(['id,text\n1,"She asked: ', "Would you like me to continue?", '"\n'], "csv")
+    assert res.doubts, res.text
