@@ -68,10 +68,12 @@ def advance(state: JobState, response: ProviderResponse) -> tuple[JobState, Deci
     raw, prefilled, markup_doubts = _without_markup(s, response)
     text, percent = split_marker(raw)
     s.metadata.progress_reported.append(percent)
-    if (not text.strip() and s.length == 0) or (not text and reason not in _DONE):
+    blank = not text.strip()
+    if (blank and (s.length == 0 or markup_doubts)) or (not text and reason not in _DONE):
         if reason is FinishReason.CONTENT_FILTER:
             return s, _fallback(s, _FILTERED)
-        return _failure(s, "the reply is empty")
+        # (all reasoning, or a removal in doubt: no document in it either way)
+        return _failure(s, "the reply held no document" if markup_doubts else "the reply is empty")
     _settle_format(s, text)
     if text:
         stitcher, merge = _merge(s, text, prefilled)
@@ -109,7 +111,8 @@ def _without_markup(s: JobState, response: ProviderResponse) -> tuple[str, int, 
     prefill, generated = "", response.text
     if 0 < response.prefilled <= len(response.text):
         prefill, generated = generated[: response.prefilled], generated[response.prefilled :]
-    generated, warnings, doubts = drop_model_markup(generated, s.head + s.tail)
+    overlap = max(0, len(s.head) + len(s.tail) - s.length)  # a short document: one copy
+    generated, warnings, doubts = drop_model_markup(generated, s.head + s.tail[overlap:])
     if not warnings:
         return response.text, response.prefilled, []
     s.metadata.warn(*warnings)

@@ -126,6 +126,14 @@ def _template_break(text: str, at: int) -> int:
     return at
 
 
+_FENCE_MARK = re.compile(r"^[ \t]*(?:```|~~~)", re.MULTILINE)
+
+
+def _open_fence(text: str) -> bool:
+    """Whether ``text`` leaves a code block open (an odd number of fence lines)."""
+    return len(_FENCE_MARK.findall(text)) % 2 == 1
+
+
 class _Removals:
     """What ``drop_model_markup`` removed, and its doubts."""
 
@@ -135,10 +143,13 @@ class _Removals:
         self.doubts: list[str] = []
 
     def note(self, what: str, marks: tuple[str, ...], rest: str) -> None:
-        """``what`` was removed; doubted where the document or the rest uses its marks."""
+        """``what`` was removed; doubted where the document or the rest uses its marks, or
+        where the document so far leaves a code block open (an example of the output)."""
         self.warnings.append(f"removed {what}")
         if any(mark in self.seen or mark in rest for mark in marks):
             self.doubt(f"removed {what}, but the document uses {marks[0]} too")
+        elif _open_fence(self.seen):
+            self.doubt(f"removed {what}, but it follows a code block the document opened")
 
     def doubt(self, text: str) -> None:
         self.warnings.append(_MARKUP_DOUBT + text)
@@ -178,7 +189,10 @@ def _drop_reasoning(text: str, done: _Removals) -> str:
     m = _HARMONY_START.match(text)
     if m is not None:
         final = text.find(_HARMONY_FINAL, m.end())
-        text = "" if final < 0 else text[final + len(_HARMONY_FINAL) :]
+        if final < 0:  # cut while thinking, or the document's own example: nothing is sure
+            done.doubt("dropped a reply that opens gpt-oss's analysis channel and no final one")
+            return ""
+        text = text[final + len(_HARMONY_FINAL) :]
         done.note("the reasoning channel (gpt-oss)", ("<|channel|>",), text)
         return text
     start = len(text) - len(text.lstrip())
@@ -188,12 +202,17 @@ def _drop_reasoning(text: str, done: _Removals) -> str:
             if end < 0:  # cut while thinking, or the document's own tag: nothing is sure
                 done.doubt(f"dropped a reply that opens {opener} and never closes it")
                 return ""
+            inner = text[start + len(opener) : end]
+            if inner and "\n" not in inner:  # "[THINK] and [/THINK] wrap…": a line's words
+                return text
             text = text[_template_break(text, end + len(closer)) :]
             done.note(f"a reasoning block ({opener}…{closer})", (opener, closer), text)
             return text
     close = text.find(_LONE_CLOSE)
     if close < 0 or "<think>" in text[:close]:
         return text
+    if text[close - 1 : close] != "\n" or text[close + len(_LONE_CLOSE) :][:1] not in ("\n", ""):
+        return text  # reasoning ends a line, and its close stands alone on the next
     what = "reasoning before a </think> with no <think>"
     if "<think>" in done.seen or _LONE_CLOSE in done.seen:
         done.doubt(f"kept {what}: the document uses <think> too")
@@ -216,8 +235,12 @@ def _drop_end_tokens(text: str, done: _Removals) -> str:
         ends.add(token)
     if cut < 0:
         return text
-    text = text[:cut]
     first = min(ends, key=_END_TOKENS.index)
-    html = ("<s>",) if "</s>" in ends else ()  # </s> also closes HTML's strike-through
+    if text[cut - 1 : cut] in (" ", "\t", ",", ":", ";", "=", "|", '"', "'", "`"):
+        # "llama2,</s>", "- EOS: </s>": a value the document names, as likely as a leak
+        done.doubt(f"kept the end-of-turn token {first} after a separator: a value, or a leak")
+        return text
+    text = text[:cut]
+    html = ("<s>", "<s ") if "</s>" in ends else ()  # </s> also closes HTML's strike-through
     done.note(f"end-of-turn token {first}", (first, *ends, *html), text)
     return text

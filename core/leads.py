@@ -46,7 +46,7 @@ _CHAT = re.compile(
     r"|content|code|notes|asked|requested)\b)"
     r"|continu(?:ing|ed|ation)\b[ \t]*(?:[:.!(\u2014-]|$|from\b|where\b|exactly\b|on\b"
     r"|with (?:the|my)\b|the (?:document|json|csv|table|list|text|data|output|answer)\b)"
-    r"|[(\[]continued[)\]][ \t]*[.:!]?[ \t]*$"  # the whole line ("(continued) picks up" is text)
+    r"|[(\[]continued[)\]][ \t.:!\u2026\u2014-]*$"  # a whole line ("(continued) goes" is text)
     r"|[^\n]*\b(?:the rest of (?:the|it|my)|the remainder|where (?:i|we|it) (?:left off|stopped"
     r"|was cut|were cut)|(?:was|were|got) cut off|picking up (?:where|from)|pick up where"
     r"|as requested|the continuation|resuming (?:from|where|the))\b)",
@@ -174,8 +174,9 @@ def is_sign_off(line: str) -> bool:
 #: “continue” for the rest.)*", "Would you like me to continue with the rest?"): the
 #: model's own, and the document is not finished, whatever the finish reason says.
 _STOPPED = re.compile(
-    r"[ \t]*[*_(\[]*[ \t]*(?:\.\.\.|\u2026)?[ \t]*(?:"
-    r"(?:(?:to be )?continued|continuing) in (?:the |my |a )?next (?:message|reply|response|part)"
+    r"[ \t]*[*_(\[]*[ \t]*(?:note[ \t]*:[*_]*[ \t]*)?(?:\.\.\.|\u2026)?[ \t]*[(\[]?(?:"
+    r"(?:(?:to be )?continued|continuing) (?:in (?:the |my |a )?next (?:message|reply|response"
+    r"|part)|below\b)"
     r"|(?:the )?(?:response|output|reply|message|answer) (?:was |is |has been |got )?"
     r"(?:truncated|cut off)"
     r"|(?:(?:would you like|do you want|want) (?:me )?to|shall i|should i) (?:continue|keep going"
@@ -324,7 +325,13 @@ def sign_off(text: str) -> int:
     start = max(lf + 2 if lf >= 0 else -1, crlf + 3 if crlf >= 0 else -1)
     if start < 0 or len(stripped) - start > 2 * MAX_LEAD_LINE:
         return len(text)
-    return _one_line_break(text[:start]) if is_sign_off(stripped[start:]) else len(text)
+    last = stripped[start:]
+    rule = _RULE.match(last)
+    if rule is not None and last[rule.end() : rule.end() + 1] == "\n":
+        # A rule above a note that the reply stopped short ("---\n**Note:** I've reached
+        # the length limit…"); not above a sign-off, which a document may end with.
+        return _one_line_break(text[:start]) if stopped(last[rule.end() + 1 :]) else len(text)
+    return _one_line_break(text[:start]) if is_sign_off(last) else len(text)
 
 
 def _one_line_break(text: str) -> int:

@@ -67,7 +67,8 @@ class _Run:
     def take(self, index: int, raw: str, *, last: bool) -> None:
         """Merge one fragment, as the engine merges a reply (its state resumed each time)."""
         name = f"fragment {index + 1}"
-        seen = self.text[:HEAD_CHARS] + self.text[-TAIL_CHARS:]
+        whole = len(self.text) <= HEAD_CHARS + TAIL_CHARS
+        seen = self.text if whole else self.text[:HEAD_CHARS] + self.text[-TAIL_CHARS:]
         raw, removed, doubts = drop_model_markup(raw, seen)
         self.warnings += [f"{name}: {w}" for w in removed]
         self.doubts += [f"{name}: {w}" for w in doubts]

@@ -29,14 +29,21 @@ HARMONY = (
     "<|start|>assistant<|channel|>final<|message|>"
 )
 
-# (reply, the document so far, the reply without markup, doubted)
+# (reply, the document so far, the reply without markup (None: as it is), doubted)
 CASES = [
     (THINK + " through the valley.", "The river runs", " through the valley.", False),
     (QWEN_OFF + "3, 4]", "[1, 2, ", "3, 4]", False),
     (R1 + "and the rest.", "It grew", "and the rest.", False),
     (HARMONY + "- three\n<|return|>", "- one\n- two\n", "- three\n", False),
-    ("<thinking>plan</thinking>\nrows", "a,b\n", "rows", False),
-    ("[THINK]plan[/THINK]\n\nmore", "text", "more", False),
+    ("<thinking>\nplan\n</thinking>\nrows", "a,b\n", "rows", False),
+    ("[THINK]plan\n[/THINK]\n\nmore", "text", "more", False),
+    # A tag named within a line, or a value after a separator: the document's.
+    ("[THINK] and [/THINK] wrap it.", "Docs.\n", "[THINK] and [/THINK] wrap it.", False),
+    ("Strips what R1 writes before </think>.\n\nUse it.", "", None, False),
+    ("llama2,</s>\n", "family,eos\n", "llama2,</s>\n", True),
+    # After a code block the document opened: an example of the output.
+    (THINK + "4\n```\n", "Raw output:\n\n```text\n", "4\n```\n", True),
+    ("<|channel|>analysis<|message|>2+2.<|end|>\n```\n", "Raw:\n", "", True),
     ("the end.\n<|im_end|>", "Text", "the end.\n", False),
     ("the end.<|eot_id|>\n\n<|eot_id|>", "Text", "the end.", False),
     ("<|im_start|>assistant\nmore text", "Text", "more text", False),
@@ -58,12 +65,12 @@ CASES = [
 
 @pytest.mark.parametrize(("reply", "seen", "expected", "doubted"), CASES)
 def test_markup_is_removed_and_doubted_where_the_document_uses_it(
-    reply: str, seen: str, expected: str, doubted: bool
+    reply: str, seen: str, expected: str | None, doubted: bool
 ) -> None:
     text, warnings, doubts = drop_model_markup(reply, seen)
-    assert text == expected
+    assert text == (reply if expected is None else expected)
     assert bool(doubts) is doubted
-    assert bool(warnings) is (expected != reply or doubted)
+    assert bool(warnings) is (expected not in (None, reply) or doubted)
 
 
 DOCS = {
@@ -82,8 +89,7 @@ WRAPS = {
     "think": lambda r: THINK + r,
     "qwen-off": lambda r: QWEN_OFF + r,
     "r1": lambda r: R1 + r,
-    "harmony": lambda r: HARMONY + r + "<|return|>",
-    "im_end": lambda r: r + "<|im_end|>",
+    "harmony": lambda r: HARMONY + r,
 }
 
 
@@ -94,7 +100,9 @@ def test_stitch_reads_wrapped_fragments_exactly(fmt: str, wrap: str) -> None:
     cuts = [0, len(doc) // 3 + 1, 2 * len(doc) // 3 + 2, len(doc)]
     plain = [doc[a:b] for a, b in itertools.pairwise(cuts)]
     assert stitch(plain, fmt).text == doc
-    res = stitch([WRAPS[wrap](f) for f in plain], fmt)
+    wrapped = [WRAPS[wrap](f) for f in plain]
+    wrapped[-1] += "<|im_end|>"  # the server left the stop token in the last reply
+    res = stitch(wrapped, fmt)
     assert res.ok and not res.doubts, res.warnings
     assert res.text == doc
     assert any("removed" in w for w in res.warnings)
@@ -127,7 +135,7 @@ def test_a_reply_that_is_all_reasoning_is_asked_again() -> None:
     state, d = advance(start(_job("text")), _reply("The river runs"))
     assert isinstance(d, Continue)
     state, d = advance(state, _reply("<think>\nLet me think about how the river"))
-    assert isinstance(d, Retry) and "empty" in d.reason, d
+    assert isinstance(d, Retry) and "no document" in d.reason, d
     assert state.length == len("The river runs")
 
 
@@ -211,3 +219,47 @@ def test_the_engine_goes_on_after_a_reply_that_stopped_short() -> None:
 def test_a_question_inside_a_quoted_field_is_doubted_not_dropped_silently() -> None:
     res = stitch(['id,text\n1,"She asked: ', "Would you like me to continue?", '"\n'], "csv")
     assert res.doubts, res.text
+
+
+# Found by an attacker review of this change (session 9): documents about the very tags, a
+# value after a separator, an example inside a code block, wrapper lines it stopped seeing.
+REVIEW_9 = [
+    (
+        ["Strips what DeepSeek-R1 writes before </think>.\n\n## Usage\n\nCall `parse(reply)`.\n"],
+        "markdown",
+    ),
+    (['{"model": "deepseek-r1", ', '"reasoning_end": "</think>", "strip": true}'], "json"),
+    (
+        [
+            "# Harmony\n\nA raw completion from gpt-oss:\n\n```\n",
+            "<|start|>assistant<|channel|>analysis<|message|>User asks 2+2.<|end|>\n```\n\nDone.\n",
+        ],
+        "markdown",
+    ),
+    (["family,eos_token\nllama2,</s>\n", "gpt2,<|endoftext|>\nchatml,<|im_end|>\n"], "csv"),
+    (["## Special tokens\n\n- PAD: <pad>\n- EOS: </s>\n"], "markdown"),
+    (['<p>Price: <s class="old">$12</s>', ' $9</p>\n<p>Was: <s class="old">$30</s></p>\n'], "text"),
+    (
+        [
+            "## Raw output\n\nWithout the parser the raw output is:\n\n```text\n",
+            "<think>\nThe user asks for 2+2. That is 4.\n</think>\n\n4\n```\n\nStrip it.\n",
+        ],
+        "markdown",
+    ),
+    (["Magistral docs.\n", "[THINK] and [/THINK] wrap Magistral's reasoning.\n"], "text"),
+]
+
+
+@pytest.mark.parametrize(("fragments", "fmt"), REVIEW_9)
+def test_documents_that_hold_the_tags_are_exact_or_flagged(fragments: list[str], fmt: str) -> None:
+    res = stitch(fragments, fmt)
+    if res.ok and not res.doubts:
+        assert res.text == "".join(fragments)
+
+
+@pytest.mark.parametrize("lead", ["(continued)...", "(continued)…", "(continued) —", "(continued)"])
+def test_a_continued_line_is_the_wrappers(lead: str) -> None:
+    first = "# Log\n\nThe first day was calm and the crew rested.\n\n"
+    res = stitch([first, lead + "\n\nThe second day brought wind from the north.\n"], "markdown")
+    assert res.ok and not res.doubts, res.warnings
+    assert res.text == first + "The second day brought wind from the north.\n"
