@@ -2093,6 +2093,25 @@ def test_a_reply_that_begins_a_member_or_line_again_changed_is_never_silent(
             "csv",
             'id,note\r\n1,"line one\nline two"\r\n2,"a\nb\nc"\r\n3,"multi\nline\nnote"\r\n',
         ),
+        # A reply that writes LF only: its record ends become CRLF, and the breaks inside
+        # quoted fields follow the document (LF, as spreadsheets export them, or CRLF),
+        # found by scanning the reply from the cut's quote state. (All were CRLF before,
+        # silently: the third corpus's last silent class.)
+        (
+            ['id,note\r\n1,"a\nb"\r\n2,c', '\n3,"d\ne"\n4,f\n'],
+            "csv",
+            'id,note\r\n1,"a\nb"\r\n2,c\r\n3,"d\ne"\r\n4,f\r\n',
+        ),
+        (
+            ['id,note\r\n1,"a\nb"\r\n2,"c', 'd\ne"\n3,f\n'],
+            "csv",
+            'id,note\r\n1,"a\nb"\r\n2,"cd\ne"\r\n3,f\r\n',
+        ),
+        (
+            ['id,note\r\n1,"a\r\nb"\r\n2,"c', 'd\ne"\n3,f\n'],
+            "csv",
+            'id,note\r\n1,"a\r\nb"\r\n2,"cd\r\ne"\r\n3,f\r\n',
+        ),
     ],
 )
 def test_line_breaks_in_quoted_fields_are_read_exactly(
@@ -2349,37 +2368,11 @@ SESSION_9: list[tuple[list[str], str, str | None]] = [
 SESSION_9_CLEAR = [case for case in SESSION_9 if "Of course" not in case[0][1]]
 
 
-# A CRLF CSV whose reply writes LF only: its record ends become CRLF, and the breaks inside
-# quoted fields follow the document (LF as spreadsheets export them, or CRLF), found by
-# scanning the reply from the cut's quote state; where the document shows none, doubted.
-# (All were CRLF before, silently: the third corpus's last silent class.)
-@pytest.mark.parametrize(
-    ("fragments", "expected"),
-    [
-        (
-            ['id,note\r\n1,"a\nb"\r\n2,c', '\n3,"d\ne"\n4,f\n'],
-            'id,note\r\n1,"a\nb"\r\n2,c\r\n3,"d\ne"\r\n4,f\r\n',
-        ),
-        (
-            ['id,note\r\n1,"a\nb"\r\n2,"c', 'd\ne"\n3,f\n'],
-            'id,note\r\n1,"a\nb"\r\n2,"cd\ne"\r\n3,f\r\n',
-        ),
-        (
-            ['id,note\r\n1,"a\r\nb"\r\n2,"c', 'd\ne"\n3,f\n'],
-            'id,note\r\n1,"a\r\nb"\r\n2,"cd\r\ne"\r\n3,f\r\n',
-        ),
-        (['id,note\r\n1,ab\r\n2,"c', 'd\ne"\n3,f\n'], None),
-    ],
-)
-def test_line_breaks_in_quoted_fields_follow_the_document(
-    fragments: list[str], expected: str | None
-) -> None:
-    result = stitch(fragments, "csv")
-    if expected is None:
-        assert result.doubts, result.text
-    else:
-        assert result.ok and not result.doubts, result.warnings
-        assert result.text == expected
+def test_line_breaks_in_quoted_fields_of_no_known_habit_are_doubted() -> None:
+    """A CRLF CSV whose reply writes LF only, where the document shows no line break inside
+    a quoted field yet: CRLF or LF there is a guess (see the cases above that it shows)."""
+    result = stitch(['id,note\r\n1,ab\r\n2,"c', 'd\ne"\n3,f\n'], "csv")
+    assert result.doubts, result.text
 
 
 def test_a_note_that_the_document_was_complete_glued_mid_line_is_doubted() -> None:
