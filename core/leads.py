@@ -166,7 +166,13 @@ def soft_chat(line: str) -> bool:
 def is_sign_off(line: str) -> bool:
     if len(line) > MAX_LEAD_LINE:
         return False
-    return _SIGN_OFF.match(line) is not None or end_mark(line) or done_note(line) or stopped(line)
+    return (
+        _SIGN_OFF.match(line) is not None
+        or end_mark(line)
+        or done_note(line)
+        or stopped(line)
+        or elided(line)
+    )
 
 
 #: A line saying the reply stopped before the document's end, or asking whether to go on
@@ -191,6 +197,55 @@ _STOPPED = re.compile(
     r")",
     re.IGNORECASE,
 )
+
+
+#: A line saying the reply left part of the document out ("(rest of the document
+#: unchanged)", "*[The remaining sections follow the same format and are omitted here for
+#: brevity.]*", "I'll summarise the rest: 5 more objects with the same schema"): the
+#: document is not all there, whatever the reply says.
+_ELIDED = re.compile(
+    r"[ \t]*[*_(\[]*[ \t]*(?:note[ \t]*:[*_]*[ \t]*)?(?:\.\.\.|\u2026)?[ \t]*[(\[]?(?:"
+    r"(?:the )?(?:rest|remainder)(?: of (?:the|this|my) [\w-]+)? (?:is |are |remains? |stays? )?"
+    r"(?:unchanged|omitted|the same|identical|as (?:before|above))"
+    r"|(?:the )?remaining (?:\d+ )?(?:[\w-]+ ){1,2}?(?:follow|are|is|have been|were|would)\b"
+    r"[^\n]*\b(?:omitted|(?:same|similar) (?:pattern|format|structure|schema|layout|shape))"
+    r"|i(?:'ll|\u2019ll| will) (?:summari[sz]e|skip|omit|abbreviate) the rest"
+    r"|\d+ more (?:rows|entries|objects|items|records|lines|sections|elements) (?:with|following"
+    r"|in|of) the same\b"
+    r"|[^\n]*\bomitted (?:here )?for brevity"
+    r"|(?:\.\.\.|\u2026)[ \t]*[)\]]?[ \t]*$"
+    r")",
+    re.IGNORECASE,
+)
+
+
+#: Words a reply says of the task, not of the document ("It looks like my previous message
+#: was cut off…", "do you want only the remaining part, or the full document again?").
+_ABOUT_TASK = re.compile(
+    r"\b(?:(?:my |the )?previous (?:message|response|reply|answer)|where i left off|start over"
+    r"|the (?:full|whole|entire|complete) (?:document|text|file|csv|json|table|list)"
+    r"|remaining (?:part|portion)|unable to continue|can(?:not|'t|\u2019t) continue"
+    r"|summary of the rest|(?:the )?rest of the (?:file|document|output|story|letter|text)"
+    r" (?:continues|follows|is)|(?:would you (?:like|prefer)|do you want|shall i|should i)\b)",
+    re.IGNORECASE,
+)
+
+
+def about_the_task(text: str) -> bool:
+    """Whether ``text``, a whole reply of one line, talks about the task (a question, an
+    apology, a summary of what is left) rather than going on with the document."""
+    line = text.strip()
+    return (
+        0 < len(line) <= 2 * MAX_LEAD_LINE
+        and "\n" not in line
+        and _ABOUT_TASK.search(line) is not None
+    )
+
+
+def elided(text: str) -> bool:
+    """Whether ``text`` (one line) says the reply left part of the document out."""
+    line = text.strip()
+    return 0 < len(line) <= MAX_LEAD_LINE and "\n" not in line and bool(_ELIDED.match(line))
 
 
 def stopped(text: str) -> bool:
@@ -332,6 +387,46 @@ def sign_off(text: str) -> int:
         # the length limit…"); not above a sign-off, which a document may end with.
         return _one_line_break(text[:start]) if stopped(last[rule.end() + 1 :]) else len(text)
     return _one_line_break(text[:start]) if is_sign_off(last) else len(text)
+
+
+#: Characters of the document's start a copy must repeat (fewer when the document is
+#: shorter: all of it), and that it is compared over.
+COPY_PROBE, COPY_CHECK = 48, 400
+
+
+def copy_again(text: str, head: str) -> int:
+    """Where a closing copy of the whole document starts in ``text`` ("---", "For
+    reference, here's the full CSV:", maybe a fence opener, then the document from its
+    first character), or ``len(text)``: the reply went on, then sent everything again.
+
+    The copy must start a line after such an introduction (a line of chat, or of prose
+    ending in a colon) and repeat the document's start (``head``) as far as both go, at
+    least ``COPY_PROBE`` characters of it, or all of a shorter one.
+    """
+    probe = head[:COPY_PROBE]
+    if len(probe.strip()) < 16:
+        return len(text)
+    at = text.find(probe, 1)
+    while at > 0 and text[at - 1] != "\n":
+        at = text.find(probe, at + 1)
+    if at <= 0:
+        return len(text)
+    size = min(len(head), len(text) - at, COPY_CHECK)
+    if text[at : at + size] != head[:size]:
+        return len(text)
+    lines = text[:at].splitlines(keepends=True)
+    while lines and (not lines[-1].strip() or fence_of(lines[-1]) is not None):
+        lines.pop()  # the copy's fence opener and blank lines
+    if not lines or not (is_colon_prose(lines[-1]) or is_chat(lines[-1])):
+        return len(text)
+    lines.pop()
+    while lines and not lines[-1].strip():
+        lines.pop()
+    if lines and _RULE.fullmatch(lines[-1].strip()):
+        lines.pop()  # "---" between the text and the introduction
+    if not any(line.strip() for line in lines):
+        return len(text)  # nothing before it: the reply starts again (a restart), no copy
+    return _one_line_break("".join(lines) + "\n\n")
 
 
 def _one_line_break(text: str) -> int:

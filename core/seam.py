@@ -40,9 +40,12 @@ from core.leads import (
     NO_LEAD,
     Lead,
     Strength,
+    about_the_task,
     any_fence,
     closing_fence,
+    copy_again,
     done_note,
+    elided,
     end_mark,
     lead_candidates,
     sign_off,
@@ -343,6 +346,10 @@ def _evaluate(ctx: _Context, cand: _Candidate) -> _Tried | None:
     text = ctx.fragment[cand.end :]
     fence = cand.lead.fence or seam.wrapper
     warnings = list(cand.notes)
+    copy = copy_again(text, ctx.head) if seam.lines else len(text)
+    if copy < len(text):  # "For reference, here's the full CSV:" and all of it again
+        warnings.append(f"{COPY_DROPPED}: {text[copy : copy + 80].strip()!r:.80}")
+        text = text[:copy]
     end_doubts: list[str] = []
     if cand.lead.end:
         warnings.append(f"dropped a {cand.lead.end}-character preamble: {cand.lead.text!r:.80}")
@@ -392,15 +399,23 @@ def _closing_text(ctx: _Context, text: str, warnings: list[str], doubts: list[st
         warnings.append(f"{DONE_DROPPED}: {text.strip()!r:.80}")
         doubts += closing_doubts(text.strip())
         return ""
-    if stopped(text):
-        # The whole reply says it stops or asks to go on ("Would you like me to
-        # continue?"): nothing to add. In a string or a quoted field it may be the text.
+    said = stopped(text) or elided(text)
+    meta = not said and about_the_task(text)
+    if said or meta:
+        # The whole reply says it stops, asks to go on ("Would you like me to continue?"),
+        # leaves the rest out ("(The remaining rows follow the same pattern.)") or talks
+        # about the task ("I'm unable to continue with this request."): nothing to add.
+        # In a string or a quoted field it may be the text.
         warnings.append(f"{STOPPED_NOTE}: {text.strip()!r:.80}")
-        if ctx.seam.in_string or ctx.seam.in_field:
+        doubts += closing_doubts(text)
+        if meta:
+            doubts.append(f"{AMBIGUOUS}seam: {ABOUT_TASK}: {text.strip()!r:.60}")
+        elif ctx.seam.in_string or ctx.seam.in_field:
             doubts.append(f"{AMBIGUOUS}seam: {STOPPED_NOTE} inside a string or quoted field")
         return ""
     if done_note(text):  # not at rest: kept, and the document may not go on so
         doubts.append(f"{AMBIGUOUS}seam: {DONE_KEPT}: {text.strip()!r:.60}")
+    text = _without_elided_end(ctx, text, warnings, doubts)
     cut = sign_off(text)
     if cut == len(text) or ctx.seam.ends_in_field(text[:cut]):
         return text
@@ -413,16 +428,31 @@ def _closing_text(ctx: _Context, text: str, warnings: list[str], doubts: list[st
     return text
 
 
+def _without_elided_end(ctx: _Context, text: str, warnings: list[str], doubts: list[str]) -> str:
+    """The text without a last line that says the rest was left out ("(remaining 4 rows
+    omitted for brevity)", "..."), doubted: the document is not all there."""
+    body = text.rstrip()
+    start = body.rfind("\n") + 1
+    if not start or not elided(body[start:]) or ctx.seam.ends_in_field(body[:start]):
+        return text
+    warnings.append(f"{STOPPED_NOTE}: {body[start:]!r:.80}")
+    doubts += closing_doubts(body[start:])
+    return body[:start]
+
+
 def _note_stopped(dropped: str, warnings: list[str]) -> None:
     """Say so where dropped closing text says the reply stopped short (the engine then
     goes on, whatever the finish reason)."""
-    line = next((line for line in dropped.splitlines() if stopped(line)), None)
+    line = next((line for line in dropped.splitlines() if stopped(line) or elided(line)), None)
     if line is not None:
         warnings.append(f"{STOPPED_NOTE}: {line.strip()!r:.80}")
 
 
 #: A warning: the reply said it stopped before the end ("[Continued in the next message]").
 STOPPED_NOTE = "dropped a note that the reply stopped short"
+COPY_DROPPED = "dropped the whole document sent again after the text"
+ELIDED = "the reply says it left part of the document out"
+ABOUT_TASK = "dropped a reply that talks about the task, not the document"
 END_MARK_DROPPED = "dropped a closing line that may be the document's own"
 DONE_DROPPED = "dropped a note that the document was complete"
 DONE_KEPT = "kept a reply that reads as a note that the document was complete, where it was cut"
@@ -436,6 +466,8 @@ def closing_doubts(remark: str) -> list[str]:
     for line in remark.splitlines()[: MAX_LEAD_LINES + 2]:
         if end_mark(line) or done_note(line):
             return [f"{AMBIGUOUS}seam: {END_MARK_DROPPED}: {line.strip()!r:.60}"]
+        if elided(line):  # the document is not all there: asked again
+            return [f"{AMBIGUOUS}seam: {ELIDED}: {line.strip()!r:.60}"]
     return []
 
 

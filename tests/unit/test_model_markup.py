@@ -263,3 +263,87 @@ def test_a_continued_line_is_the_wrappers(lead: str) -> None:
     res = stitch([first, lead + "\n\nThe second day brought wind from the north.\n"], "markdown")
     assert res.ok and not res.doubts, res.warnings
     assert res.text == first + "The second day brought wind from the north.\n"
+
+
+# The fourth corpus's replies that are not the document: the whole document sent again after
+# the continuation (dropped: it starts with the document's own first characters after an
+# introduction), and replies that leave the rest out, summarise it or ask about the task
+# (dropped, doubted: the document is not all there, and the engine asks again).
+def test_the_whole_document_sent_again_after_the_text_is_dropped() -> None:
+    head = "id,name,city\n1,Ana,Lisbon\n2,Bo,Osaka\n3,Cy,Lagos\n"
+    rest = "4,Di,Paris\n5,Ed,Quito\n"
+    res = stitch(
+        [
+            "```csv\n" + head,
+            rest + "```\n\nFor reference, here's the full CSV:\n\n```csv\n" + head + rest + "```",
+        ],
+        "csv",
+    )
+    assert res.ok and not res.doubts, res.warnings
+    assert res.text == head + rest
+    text = "It rained all week, and the trail stayed closed until further notice. "
+    res = stitch(
+        [text, "The town slept.\n\n---\n\nHere is the complete text in one piece:\n\n" + text],
+        "text",
+    )
+    assert res.ok and res.text.rstrip("\n") == text + "The town slept.", res.warnings
+
+
+def test_a_restart_after_a_lead_is_no_copy() -> None:
+    """Nothing before the introduction: the reply starts the document again and goes on
+    past the cut; what it adds is never dropped silently."""
+    res = stitch(
+        [
+            "id,city\n0,Lagos\n1,Paris\n2,Quito\n",
+            "...continuing from `2,Quito`\n\n```text\n"
+            "id,city\n0,Lagos\n1,Paris\n2,Quito\n3,Oslo\n```",
+        ],
+        "csv",
+    )
+    assert "3,Oslo" in res.text or res.doubts or not res.ok, res.text
+
+
+LEFT_OUT = [
+    (
+        [
+            '{"items": [{"id": 1, "note": "fir',
+            "I'll summarise the rest: 5 more objects with the same schema.",
+        ],
+        "json",
+    ),
+    (["id,name\n1,Ana\n2,Bo\n", "(The remaining rows follow the same pattern.)"], "csv"),
+    (["id,name\n1,Ana\n2,B", "o\n3,Cy\n(remaining 4 rows omitted for brevity)\n"], "csv"),
+    (["# Plan\n\n- one\n- tw", "o\n\n(rest of the document unchanged)"], "markdown"),
+    (
+        [
+            "The river ran",
+            " north.\n\n*[The remaining sections follow the same format and are omitted here"
+            " for brevity.]*",
+        ],
+        "text",
+    ),
+    (["The river ran", "I apologize, but I'm unable to continue with this request."], "text"),
+    (
+        [
+            "The river ran",
+            "Should I pick up exactly where I left off, or would you prefer that I start over?",
+        ],
+        "text",
+    ),
+]
+
+
+@pytest.mark.parametrize(("fragments", "fmt"), LEFT_OUT)
+def test_a_reply_that_leaves_the_rest_out_is_doubted_and_its_note_dropped(
+    fragments: list[str], fmt: str
+) -> None:
+    res = stitch(fragments, fmt)
+    assert res.doubts, res.warnings
+    assert fragments[-1].strip().splitlines()[-1] not in res.text
+
+
+def test_the_engine_asks_again_after_a_reply_that_leaves_the_rest_out() -> None:
+    state, d = advance(start(_job("csv")), _reply("id,name\n1,Ana\n2,Bo\n"))
+    assert isinstance(d, Continue)
+    state, d = advance(state, _reply("(The remaining rows follow the same pattern.)", "stop"))
+    assert isinstance(d, Retry) and "ambiguous" in d.reason, d
