@@ -44,6 +44,10 @@ from core.state import Continue, Decision, Fallback, Finish, JobState, OutputRef
 _DONE = (FinishReason.STOP, FinishReason.TOOL_CALLS)
 _FILTERED = "the provider's content filter stopped the reply"
 _STOPPED_SHORT = "the model said it stopped before the end (and stopped): continuing"
+_ASKED_AGAIN = (
+    f"{AMBIGUOUS}end: the model said again that it stopped, with nothing new: finished, "
+    "and the document may be incomplete"
+)
 
 
 def start(spec: JobSpec) -> JobState:
@@ -83,11 +87,7 @@ def advance(state: JobState, response: ProviderResponse) -> tuple[JobState, Deci
         if refused is not None:
             return refused
         s.metadata.warn(*merge.warnings)
-        if reason in _DONE and any(w.startswith(STOPPED_NOTE) for w in merge.warnings):
-            # "[Continued in the next message]", "Would you like me to continue?": the
-            # model stopped before the end, whatever it reported.
-            s.metadata.warn(f"iteration {s.iteration}: {_STOPPED_SHORT}")
-            reason = FinishReason.LENGTH
+        reason = _stopped_short(s, merge, reason)
         s = s.model_copy(update={**s.appended(merge.append), "scan": stitcher.scan})
         appended = merge.append
     else:
@@ -102,6 +102,25 @@ def advance(state: JobState, response: ProviderResponse) -> tuple[JobState, Deci
     if closed is not None:
         s.fallback = OutputRef(prefix=closed[0], suffix=closed[1])
     return s, _decide(s, stitcher, reason, percent, appended)
+
+
+def _stopped_short(s: JobState, merge: Merge, reason: FinishReason) -> FinishReason:
+    """The finish reason to act on. A reply that said it stopped before the end
+    ("[Continued in the next message]", "Would you like me to continue?") although the
+    model stopped: go on; but a second one in a row that brings nothing has finished
+    (warned: the document may be incomplete)."""
+    append = merge.append.strip()
+    if reason not in _DONE or not any(w.startswith(STOPPED_NOTE) for w in merge.warnings):
+        s.stop_notes = 0 if append else s.stop_notes
+        return reason
+    if append or not s.stop_notes:
+        s.stop_notes = 1
+        s.metadata.warn(f"iteration {s.iteration}: {_STOPPED_SHORT}")
+        return FinishReason.LENGTH
+    s.stop_notes = 0
+    s.metadata.ambiguous_seams += 1
+    s.metadata.warn(f"iteration {s.iteration}: {_ASKED_AGAIN}")
+    return FinishReason.STOP
 
 
 def _without_markup(s: JobState, response: ProviderResponse) -> tuple[str, int, list[str]]:

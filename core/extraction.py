@@ -93,8 +93,11 @@ _HARMONY_START = re.compile(r"\s*+(?:<\|start\|>assistant)?+<\|channel\|>analysi
 _TURN_START = re.compile(
     r"(?:<\|im_start\|>assistant|<\|start_header_id\|>assistant<\|end_header_id\|>"
     r"|<start_of_turn>model)[ \t]*+\r?\n(?:\r?\n)?"
+    r"|<\|assistant\|>[ \t]*+\r?\n"  # Phi-3's
     r"|assistant[ \t]*+\r?\n\r?\n"  # Llama 3's header without its special tokens
 )
+# A role label a raw completion writes before the reply.
+_ROLE_LABEL = re.compile(r"Assistant:[ \t]")
 # Beginning-of-text tokens a server did not strip (and the marks that make one the text's).
 _START_TOKENS = {
     "<|begin_of_text|>": ("<|begin_of_text|>",),
@@ -169,7 +172,12 @@ def drop_model_markup(text: str, seen: str = "") -> tuple[str, list[str], list[s
     the rest of the reply uses the same mark, it may be the document's own: the removal
     is doubted, and a lone ``</think>`` is left as it is.
     """
-    if "<" not in text and "[" not in text and not text.lstrip().startswith("assistant"):
+    if (
+        "<" not in text
+        and "[" not in text
+        and not text.endswith("\ufffd")
+        and not text.lstrip().startswith(("assistant", "Assistant:"))
+    ):
         return text, [], []
     done = _Removals(seen)
     start = len(text) - len(text.lstrip())
@@ -181,8 +189,28 @@ def drop_model_markup(text: str, seen: str = "") -> tuple[str, list[str], list[s
     if m is not None:
         text = text[m.end() :]
         done.note("a chat template's turn header", (m.group(0).strip(),), text)
+    m = _ROLE_LABEL.match(text)
+    if m is not None:  # always doubted: "Manager: Ana" + "Assistant: Bo" is a document's
+        text = text[m.end() :]
+        done.warnings.append("removed a role label (Assistant:)")
+        done.doubt("removed a role label (Assistant:): the reply's, or the document's own")
     text = _drop_end_tokens(_drop_reasoning(text, done), done)
-    return text, done.warnings, done.doubts
+    return _drop_cut_character(text, done), done.warnings, done.doubts
+
+
+#: A warning: the reply ended in U+FFFD, a character the server cut in two at the output
+#: limit (its first bytes decoded alone). The next reply writes it whole.
+CUT_CHARACTER = "removed a character the server cut in two at the end of the reply"
+
+
+def _drop_cut_character(text: str, done: _Removals) -> str:
+    if not text.endswith("\ufffd"):
+        return text
+    kept = text.rstrip("\ufffd")
+    if len(text) - len(kept) > 3 or "\ufffd" in kept or "\ufffd" in done.seen:
+        return text  # the document's own replacement characters
+    done.warnings.append(CUT_CHARACTER)
+    return kept
 
 
 def _drop_reasoning(text: str, done: _Removals) -> str:

@@ -87,7 +87,10 @@ _END_MARK = re.compile(
 #: the wrapper's most often, whatever it starts with (a document may say so of a table).
 _CONTINUED = re.compile(
     r"[ \t]*[*_]*[ \t]*[(\[][ \t]*(?:continued|cont(?:'d|\u2019d|\.)|continuation)[ \t]*[)\]]"
-    r"[ \t]*[*_]*[ \t]*[.:]?[ \t]*",
+    r"[ \t]*[*_]*[ \t]*[.:]?[ \t]*"
+    # a marker line: "— continued —", "<!-- continued -->", "# continued", "~~ cont'd ~~"
+    r"|[ \t]*(?:<!--|#{1,6}|[-\u2013\u2014=~*_]{1,5})[ \t]*(?:continued|cont(?:'d|\u2019d|\.)"
+    r"|continuation)[ \t]*(?:-->|[-\u2013\u2014=~*_]{1,5})?[ \t]*[.:]?[ \t]*",
     re.IGNORECASE,
 )
 
@@ -132,9 +135,22 @@ _CONTINUED_END = re.compile(
 )
 
 
+#: A lead that quotes the end it goes on from ("(continuing from `…"Solid work`)"): its
+#: quotes are the quoted text's, not a quoted value's.
+_QUOTING_LEAD = re.compile(
+    r"[ \t]*[*_]*[ \t]*\(?[ \t]*continu(?:ing|ed) from (?:where i left off )?[ \t]*[(:]?[ \t]*"
+    r"[`\"'\u201c\u2018\u2026]",
+    re.IGNORECASE,
+)
+
+
 def is_chat(line: str) -> bool:
     line = line.rstrip("\r\n")
-    if len(line) > MAX_LEAD_LINE or _CONTENT_START.match(line) or line.count('"') % 2:
+    if len(line) > MAX_LEAD_LINE or _CONTENT_START.match(line):
+        return False
+    if _QUOTING_LEAD.match(line):
+        return True
+    if line.count('"') % 2:
         return False  # an odd quote closes a quoted value: the line is the document's
     return _CHAT.match(line) is not None
 
@@ -179,22 +195,29 @@ def is_sign_off(line: str) -> bool:
 #: ("[Continued in the next message due to length…]", "*(Response truncated — reply
 #: “continue” for the rest.)*", "Would you like me to continue with the rest?"): the
 #: model's own, and the document is not finished, whatever the finish reason says.
+_NOTE_START = r"[ \t]*[*_(\[]*[ \t]*(?:note[ \t]*:[*_]*[ \t]*)?(?:\.\.\.|\u2026)?[ \t]*[(\[]?"
 _STOPPED = re.compile(
-    r"[ \t]*[*_(\[]*[ \t]*(?:note[ \t]*:[*_]*[ \t]*)?(?:\.\.\.|\u2026)?[ \t]*[(\[]?(?:"
-    r"(?:(?:to be )?continued|continuing) (?:in (?:the |my |a )?next (?:message|reply|response"
-    r"|part)|below\b)"
-    r"|(?:the )?(?:response|output|reply|message|answer) (?:was |is |has been |got )?"
+    _NOTE_START + r"(?:"
+    r"(?:(?:to be )?continued|continuing) (?:in (?:the |my |a )?next (?:message|reply|response)"
+    r"|below\b)"
+    r"|(?:my |the )?(?:response|output|reply|message|answer) (?:was |has been |got )?"
     r"(?:truncated|cut off)"
-    r"|(?:(?:would you like|do you want|want) (?:me )?to|shall i|should i) (?:continue|keep going"
-    r"|go on|proceed)"
     r"|(?:reply|say|type|respond|answer)(?: with)? [\"'\u201c\u2018]?continue\b"
     r"|i(?:'ve|\u2019ve| have) (?:reached|hit) (?:the|my) (?:maximum|max|output|response|length"
     r"|character|token)"
     r"|due to (?:the )?(?:length|output|response|character|token|space) (?:limit|constraint"
-    r"|restriction)s?"
+    r"|restriction)s?,? i\b"
     r"|let me know if you(?:'d|\u2019d| would)? (?:like|want) me to (?:continue|keep going"
     r"|go on|proceed)"
     r")",
+    re.IGNORECASE,
+)
+#: A question whether to go on, the whole line ("Shall I continue with the rest?"; not
+#: "Should I continue paying rent? Yes." nor "Do you want to continue the subscription?").
+_ASKS_TO_GO_ON = re.compile(
+    _NOTE_START + r"(?:(?:would you like|do you want|want) me to|(?:shall|should) i)"
+    r" (?:continue|keep going|go on|proceed)"
+    r"(?: with (?:the )?(?:rest|remaining|remainder|next)[^?\n]{0,80})?[ \t]*\?[ \t*_)\]]*",
     re.IGNORECASE,
 )
 
@@ -226,20 +249,29 @@ _ABOUT_TASK = re.compile(
     r"|the (?:full|whole|entire|complete) (?:document|text|file|csv|json|table|list)"
     r"|remaining (?:part|portion)|unable to continue|can(?:not|'t|\u2019t) continue"
     r"|summary of the rest|(?:the )?rest of the (?:file|document|output|story|letter|text)"
-    r" (?:continues|follows|is)|(?:would you (?:like|prefer)|do you want|shall i|should i)\b)",
+    r" (?:continues|follows|is))\b",
+    re.IGNORECASE,
+)
+
+
+#: How a reply that talks to the user starts (or it is a question).
+_TO_THE_USER = re.compile(
+    r"[ \t]*(?:i\b|i'|i\u2019|sorry|apolog|my apolog|it (?:looks|seems)|summary\b|sure\b"
+    r"|just to confirm|(?:would|do|shall|should|can|could) (?:you|i)\b)",
     re.IGNORECASE,
 )
 
 
 def about_the_task(text: str) -> bool:
-    """Whether ``text``, a whole reply of one line, talks about the task (a question, an
-    apology, a summary of what is left) rather than going on with the document."""
+    """Whether ``text``, a whole reply of one line, talks to the user about the task (a
+    question, an apology, a summary of what is left) rather than going on with the
+    document: words about the task, said as a question or in the first person."""
     line = text.strip()
-    return (
-        0 < len(line) <= 2 * MAX_LEAD_LINE
-        and "\n" not in line
-        and _ABOUT_TASK.search(line) is not None
-    )
+    if not 0 < len(line) <= 2 * MAX_LEAD_LINE or "\n" in line:
+        return False
+    if _ABOUT_TASK.search(line) is None:
+        return False
+    return line.rstrip(" .!*_)]").endswith("?") or _TO_THE_USER.match(line) is not None
 
 
 def elided(text: str) -> bool:
@@ -251,7 +283,9 @@ def elided(text: str) -> bool:
 def stopped(text: str) -> bool:
     """Whether ``text`` (one line) says the reply stopped short or asks whether to go on."""
     line = text.strip()
-    return 0 < len(line) <= MAX_LEAD_LINE and "\n" not in line and bool(_STOPPED.match(line))
+    if not 0 < len(line) <= MAX_LEAD_LINE or "\n" in line:
+        return False
+    return bool(_STOPPED.match(line) or _ASKS_TO_GO_ON.fullmatch(line))
 
 
 def done_note(text: str) -> bool:
@@ -361,7 +395,7 @@ def closing_fence(text: str, fence: str, *, line_start: bool) -> tuple[str, str]
             return text, ""
         if not (is_sign_off(line) or is_chat(line) or (noted and _RULE.fullmatch(line))):
             return text, ""
-        noted = end_mark(line) or done_note(line)
+        noted = end_mark(line) or done_note(line) or stopped(line)
         pos = start
     return text, ""
 
@@ -394,39 +428,54 @@ def sign_off(text: str) -> int:
 COPY_PROBE, COPY_CHECK = 48, 400
 
 
-def copy_again(text: str, head: str) -> int:
+#: How a reply introduces the whole document again ("For reference, here's the full
+#: CSV:", "Full text (combined):", "Here is the complete text in one piece:").
+_COPY_INTRO = re.compile(
+    r"[^\n]*\b(?:full|complete|entire|whole|combined|consolidated|in one piece|all together)\b"
+    r"[^\n]*(?:csv|json|markdown|text|document|file|table|list|version|output)\b[^\n]*:[ \t*_]*"
+    r"|[^\n]*\b(?:full|complete|entire|whole) (?:csv|json|markdown|text|document|file|output)"
+    r"\b[^\n]*:[ \t*_]*",
+    re.IGNORECASE,
+)
+
+
+def copy_again(text: str, head: str) -> tuple[int, int]:
     """Where a closing copy of the whole document starts in ``text`` ("---", "For
     reference, here's the full CSV:", maybe a fence opener, then the document from its
-    first character), or ``len(text)``: the reply went on, then sent everything again.
+    first character), and the copy's length; ``(len(text), 0)`` when there is none: the
+    reply went on, then sent everything again.
 
-    The copy must start a line after such an introduction (a line of chat, or of prose
-    ending in a colon) and repeat the document's start (``head``) as far as both go, at
-    least ``COPY_PROBE`` characters of it, or all of a shorter one.
+    The copy must start a line after such an introduction (a line that says the whole
+    document follows, ending in a colon) and repeat the document's start (``head``) as
+    far as both go, at least ``COPY_PROBE`` characters of it, or all of a shorter one.
+    A document that repeats its own start ("Final chorus:", "Merchant copy:") says no
+    such thing; one that does is told by the copy's length (the caller's).
     """
+    none = (len(text), 0)
     probe = head[:COPY_PROBE]
     if len(probe.strip()) < 16:
-        return len(text)
+        return none
     at = text.find(probe, 1)
     while at > 0 and text[at - 1] != "\n":
         at = text.find(probe, at + 1)
     if at <= 0:
-        return len(text)
+        return none
     size = min(len(head), len(text) - at, COPY_CHECK)
     if text[at : at + size] != head[:size]:
-        return len(text)
+        return none
     lines = text[:at].splitlines(keepends=True)
     while lines and (not lines[-1].strip() or fence_of(lines[-1]) is not None):
         lines.pop()  # the copy's fence opener and blank lines
-    if not lines or not (is_colon_prose(lines[-1]) or is_chat(lines[-1])):
-        return len(text)
+    if not lines or len(lines[-1]) > MAX_LEAD_LINE or not _COPY_INTRO.fullmatch(lines[-1].strip()):
+        return none
     lines.pop()
     while lines and not lines[-1].strip():
         lines.pop()
     if lines and _RULE.fullmatch(lines[-1].strip()):
         lines.pop()  # "---" between the text and the introduction
     if not any(line.strip() for line in lines):
-        return len(text)  # nothing before it: the reply starts again (a restart), no copy
-    return _one_line_break("".join(lines) + "\n\n")
+        return none  # nothing before it: the reply starts again (a restart), no copy
+    return _one_line_break("".join(lines) + "\n\n"), len(text) - at
 
 
 def _one_line_break(text: str) -> int:

@@ -346,11 +346,13 @@ def _evaluate(ctx: _Context, cand: _Candidate) -> _Tried | None:
     text = ctx.fragment[cand.end :]
     fence = cand.lead.fence or seam.wrapper
     warnings = list(cand.notes)
-    copy = copy_again(text, ctx.head) if seam.lines else len(text)
+    end_doubts: list[str] = []
+    copy, size = copy_again(text, ctx.head) if seam.lines else (len(text), 0)
     if copy < len(text):  # "For reference, here's the full CSV:" and all of it again
         warnings.append(f"{COPY_DROPPED}: {text[copy : copy + 80].strip()!r:.80}")
+        if size < ctx.total:  # shorter than the document: a part of it said again?
+            end_doubts.append(f"{AMBIGUOUS}seam: {COPY_DROPPED}, shorter than the document")
         text = text[:copy]
-    end_doubts: list[str] = []
     if cand.lead.end:
         warnings.append(f"dropped a {cand.lead.end}-character preamble: {cand.lead.text!r:.80}")
         if not cand.confirmed and any(soft_chat(line) for line in cand.lead.text.splitlines()):
@@ -408,6 +410,8 @@ def _closing_text(ctx: _Context, text: str, warnings: list[str], doubts: list[st
         # In a string or a quoted field it may be the text.
         warnings.append(f"{STOPPED_NOTE}: {text.strip()!r:.80}")
         doubts += closing_doubts(text)
+        if not _at_rest(ctx):  # "I wonder, " + "shall I go on?": maybe the text's
+            doubts.append(f"{AMBIGUOUS}seam: {STOPPED_NOTE} where the text cannot end")
         if meta:
             doubts.append(f"{AMBIGUOUS}seam: {ABOUT_TASK}: {text.strip()!r:.60}")
         elif ctx.seam.in_string or ctx.seam.in_field:
@@ -451,7 +455,7 @@ def _note_stopped(dropped: str, warnings: list[str]) -> None:
 #: A warning: the reply said it stopped before the end ("[Continued in the next message]").
 STOPPED_NOTE = "dropped a note that the reply stopped short"
 COPY_DROPPED = "dropped the whole document sent again after the text"
-ELIDED = "the reply says it left part of the document out"
+LEFT_OUT = "the reply says it left part of the document out"
 ABOUT_TASK = "dropped a reply that talks about the task, not the document"
 END_MARK_DROPPED = "dropped a closing line that may be the document's own"
 DONE_DROPPED = "dropped a note that the document was complete"
@@ -467,7 +471,7 @@ def closing_doubts(remark: str) -> list[str]:
         if end_mark(line) or done_note(line):
             return [f"{AMBIGUOUS}seam: {END_MARK_DROPPED}: {line.strip()!r:.60}"]
         if elided(line):  # the document is not all there: asked again
-            return [f"{AMBIGUOUS}seam: {ELIDED}: {line.strip()!r:.60}"]
+            return [f"{AMBIGUOUS}seam: {LEFT_OUT}: {line.strip()!r:.60}"]
     return []
 
 
@@ -1595,6 +1599,11 @@ def start_reading(
     weak one wrong.
     """
     reading = _start_lead(fragment, fence_strength)
+    if stopped(reading.append) or elided(reading.append) or about_the_task(reading.append):
+        # The whole first reply talks about the task ("Would you like me to continue?"):
+        # no document in it (the engine asks again; stitch fails the fragment).
+        note = f"{STOPPED_NOTE}: {reading.append.strip()!r:.80}"
+        return replace(reading, append="", warnings=(*reading.warnings, note))
     if reading.fence:
         return reading  # the wrapper's closing fence, and what follows it, are read later
     cut = sign_off(reading.append)

@@ -188,6 +188,9 @@ class JobState(BaseModel):
     fallback: OutputRef | None = None
     merge_failures: int = 0
     doubt_retries: int = 0  # asks at the current seam because a reply read two ways
+    #: Replies in a row that said they stopped short ("Would you like me to continue?") and
+    #: brought nothing; left out of the stored form while 0.
+    stop_notes: int = Field(default=0, exclude_if=lambda value: not value)
     stall_percent: int | None = None
     stall_count: int = 0
     stall_chars: int = 0

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from core.extraction import drop_model_markup
+from core.extraction import CUT_CHARACTER, drop_model_markup
 from core.formats import ScanState, detect, resume_stitcher, start_stitcher
 from core.models import OutputFormat
 from core.progress import split_marker
-from core.seam import AMBIGUOUS, AMBIGUOUS_END, DONE_DROPPED
+from core.seam import AMBIGUOUS, AMBIGUOUS_END, DONE_DROPPED, STOPPED_NOTE
 from core.state import HEAD_CHARS, TAIL_CHARS
 
 
@@ -63,6 +63,7 @@ class _Run:
     failed: list[int] = field(default_factory=list)
     doubts: list[str] = field(default_factory=list)
     done_note: str = ""  # the fragment last dropped as a note that the document was complete
+    cut_character: str = ""  # the fragment that ended in a character the server cut in two
 
     def take(self, index: int, raw: str, *, last: bool) -> None:
         """Merge one fragment, as the engine merges a reply (its state resumed each time)."""
@@ -96,15 +97,27 @@ class _Run:
             return
         self.scan = stitcher.scan
         self.text += merge.append
+        if last and any(w.startswith(STOPPED_NOTE) for w in merge.warnings):
+            # Nothing came after a reply that said it stopped short: the document may
+            # not be all there (or the note was the document's own last line).
+            self._doubt(name, "the last fragment said it stopped before the end")
+        if merge.append.strip() and self.cut_character:
+            # The engine asks to go on after the text without the cut character, and a
+            # model writes it whole; a reply collected elsewhere may not have.
+            self._doubt(name, f"went on after a character cut in two at {self.cut_character}")
+        self.cut_character = name if CUT_CHARACTER in removed else ""
         if any(w.startswith(DONE_DROPPED) for w in merge.warnings):
             self.done_note = name
         elif merge.append.strip() and self.done_note:
             # A later reply went on with a document a dropped note called complete: that
             # note may have been the document's own line (in a quoted field, in quotes).
-            doubt = f"{name}: {AMBIGUOUS}seam: went on after {self.done_note} was dropped as a note"
-            self.warnings.append(doubt)
-            self.doubts.append(doubt)
+            self._doubt(name, f"went on after {self.done_note} was dropped as a note")
             self.done_note = ""
+
+    def _doubt(self, name: str, text: str) -> None:
+        doubt = f"{name}: {AMBIGUOUS}seam: {text}"
+        self.warnings.append(doubt)
+        self.doubts.append(doubt)
 
     def _detect(self, name: str, fragment: str) -> None:
         self.format, doubt = detect(fragment)
@@ -114,6 +127,9 @@ class _Run:
             self.doubts.append(f"{name}: {doubt}")
 
     def result(self) -> StitchResult:
+        if self.cut_character:  # nothing came after it: the character is lost
+            self._doubt(self.cut_character, "the text ends in a character cut in two")
+            self.cut_character = ""
         text, complete, records = self.text, None, 0
         if self.scan is not None:
             stitcher = resume_stitcher(self.scan)

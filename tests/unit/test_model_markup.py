@@ -347,3 +347,99 @@ def test_the_engine_asks_again_after_a_reply_that_leaves_the_rest_out() -> None:
     assert isinstance(d, Continue)
     state, d = advance(state, _reply("(The remaining rows follow the same pattern.)", "stop"))
     assert isinstance(d, Retry) and "ambiguous" in d.reason, d
+
+
+# A server that cuts a reply at the output limit inside a character's UTF-8 bytes decodes
+# the first bytes alone as U+FFFD. Before, it stayed in the document ("S\ufffdão Paulo").
+def test_a_character_cut_in_two_is_dropped_and_the_seam_after_it_doubted() -> None:
+    res = stitch(["| Laura | S\ufffd", "ão Paulo |\n"], "markdown")
+    assert res.text == "| Laura | São Paulo |\n" and res.doubts, res.warnings
+    res = stitch(["Le caf\ufffd", " est fermé."], "text")
+    assert res.doubts, res.text  # the character may be lost for good
+    res = stitch(["Le caf\ufffd"], "text")
+    assert res.text == "Le caf" and res.doubts
+    res = stitch(["Bad bytes: \ufffd here, and at the end \ufffd"], "text")
+    assert res.text.endswith("\ufffd")  # the document's own
+
+
+def test_the_engine_asks_on_after_the_text_without_the_cut_character() -> None:
+    state, d = advance(start(_job("text")), _reply("Shipping to S\ufffd"))
+    assert isinstance(d, Continue) and state.tail == "Shipping to S"
+    state, d = advance(state, _reply("ão Paulo takes 3 days.", "stop"))
+    assert isinstance(d, Finish) and state.tail == "Shipping to São Paulo takes 3 days."
+
+
+# Found by an attacker review of the stop-note, left-out and copy rules (session 9, second
+# review): documents that end so, ask so, or repeat their own start.
+_STORY = (
+    "Episode 1: The Lighthouse\n\nMara climbed the stairs of the old lighthouse, counting "
+    "every step until the lamp room opened above her.\n\n"
+)
+_CHORUS = (
+    "Oh the river runs and the river sings all the night long,\n"
+    "carry me home where the willows belong.\n"
+)
+_RECEIPT = (
+    "RECEIPT No. 4471\nDate: 2024-03-01\nCustomer: J. Doe\nItem: Garden hose, 20 m\n"
+    "Amount: 34.90 EUR\nPaid in cash.\n"
+)
+REVIEW_9B = [
+    ([_STORY, "At the top she found a letter.\n\nTo be continued in the next part.\n"], "text"),
+    (
+        ["FAQ\n\n", "Rent.\n\nShould I continue paying rent during repairs? Yes, unless told.\n"],
+        "text",
+    ),
+    (
+        ["Paper\n\n", "Refs.\n\nDue to space constraints, only selected references are listed.\n"],
+        "text",
+    ),
+    (["Notes\n\n", "Limits.\n\nThe response is truncated when it exceeds max_tokens.\n"], "text"),
+    (["Dear Anna,\n\nI wonder, ", "should I go on waiting for you?"], "text"),
+    (["Step 1. Run setup.exe. A dialog asks: ", "Do you want to continue? Click Yes."], "text"),
+    (
+        [
+            "question,yes,no\nOwn a car?,61%,39%\n",
+            "Do you want to continue the subscription?,72%,28%\n",
+        ],
+        "csv",
+    ),
+    (
+        [
+            _CHORUS + "\nVerse 1:\nI left the town with a borrowed coat,\n",
+            "and a song in my pocket.\n\nFinal chorus:\n" + _CHORUS,
+        ],
+        "text",
+    ),
+    ([_RECEIPT[:60], _RECEIPT[60:] + "\nMerchant copy:\n" + _RECEIPT], "text"),
+    (
+        ["The committee asked whether ", "the full document should be published before the vote."],
+        "text",
+    ),
+    (["Travel FAQ\n\nDo I need a visa? No.\n", "Should I bring my passport? Yes, always."], "text"),
+]
+
+
+@pytest.mark.parametrize(("fragments", "fmt"), REVIEW_9B)
+def test_documents_that_end_ask_or_repeat_so_are_exact_or_flagged(
+    fragments: list[str], fmt: str
+) -> None:
+    res = stitch(fragments, fmt)
+    if res.ok and not res.doubts:
+        assert res.text.rstrip("\n") == "".join(fragments).rstrip("\n"), res.warnings
+
+
+def test_a_first_reply_that_only_asks_is_no_document() -> None:
+    assert not stitch(["Would you like me to continue?"], "text").ok
+    _, d = advance(start(_job("text")), _reply("Would you like me to continue?", "stop"))
+    assert isinstance(d, Retry), d
+
+
+def test_a_model_that_asks_again_with_nothing_new_has_finished_warned() -> None:
+    doc = "Packing list\n\n- tent\n- stove\n- water filter\n"
+    state, d = advance(
+        start(_job("markdown")), _reply(doc + "\nWould you like me to continue?", "stop")
+    )
+    assert isinstance(d, Continue), d
+    state, d = advance(state, _reply("Would you like me to continue?", "stop"))
+    assert isinstance(d, Finish), d
+    assert state.tail == doc and state.metadata.ambiguous_seams == 1
