@@ -90,7 +90,8 @@ _CONTINUED = re.compile(
     r"[ \t]*[*_]*[ \t]*[.:]?[ \t]*"
     # a marker line: "— continued —", "<!-- continued -->", "# continued", "~~ cont'd ~~"
     r"|[ \t]*(?:<!--|#{1,6}|[-\u2013\u2014=~*_]{1,5})[ \t]*(?:continued|cont(?:'d|\u2019d|\.)"
-    r"|continuation)[ \t]*(?:-->|[-\u2013\u2014=~*_]{1,5})?[ \t]*[.:]?[ \t]*",
+    r"|continuation)[ \t]*(?:-->|[-\u2013\u2014=~*_]{1,5})?[ \t]*[.:]?[ \t]*"
+    r"|[ \t]*(?:\*[ \t]+\*[ \t]+\*|\u2042)[ \t]*",  # a scene break, where a reply resumes
     re.IGNORECASE,
 )
 
@@ -232,6 +233,8 @@ _ELIDED = re.compile(
     r"(?:unchanged|omitted|the same|identical|as (?:before|above))"
     r"|(?:the )?remaining (?:\d+ )?(?:[\w-]+ ){1,2}?(?:follow|are|is|have been|were|would)\b"
     r"[^\n]*\b(?:omitted|(?:same|similar) (?:pattern|format|structure|schema|layout|shape))"
+    r"|(?:the )?(?:rest|remainder) of the [\w-]+ (?:continues|follows)\b[^\n]*\b(?:same|similar)\b"
+    r"|remaining [\w-]+:[ \t]*\d+ more\b"
     r"|i(?:'ll|\u2019ll| will) (?:summari[sz]e|skip|omit|abbreviate) the rest"
     r"|\d+ more (?:rows|entries|objects|items|records|lines|sections|elements) (?:with|following"
     r"|in|of) the same\b"

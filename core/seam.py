@@ -29,6 +29,7 @@ merge is O(fragment) whatever the periodicity of the text.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from difflib import SequenceMatcher
@@ -820,6 +821,9 @@ def plan_seam(
     doubts += _break_doubts(ctx, best)
     doubts += _near_copy_doubts(ctx, best)
     doubts += _line_again_doubts(ctx, best)
+    doubts += _restyled_line_doubts(ctx, best)
+    if ctx.seam.lines and _GAP.search(best.append):
+        doubts.append(f"{AMBIGUOUS}seam: a '[...]' line in the reply may mark text it left out")
     doubts += _reindented_doubts(ctx, best)
     doubts += _rewritten_restart(ctx, best)
     reading = best.reading
@@ -1317,6 +1321,54 @@ def _line_again_doubts(ctx: _Context, best: _Tried) -> list[str]:
     return [
         f"{AMBIGUOUS}seam: the reply's first line is the cut line again with changes "
         f"({line[:40]!r}): the cut line begun again, or a new line like it"
+    ]
+
+
+#: A line that is only an elision mark ("[...]", "(…)"): text the reply left out, or a
+#: quotation's own cut.
+_GAP = re.compile(r"^[ \t]*[\[(](?:\.\.\.|\u2026)[\])][ \t]*\r?$", re.MULTILINE)
+
+#: Characters of the cut line's start a reply must begin with, written in other quotes,
+#: dashes or Unicode forms, to be that line begun again (and the fewest the line holds).
+RESTYLED_PROBE = 48
+_STYLES = str.maketrans(
+    {
+        "\u2018": "'",
+        "\u2019": "'",
+        "\u201c": '"',
+        "\u201d": '"',
+        "\u2014": "-",
+        "\u2013": "-",
+        "\u2026": "...",
+        "\u00a0": " ",
+    }
+)
+
+
+def _restyled(text: str) -> str:
+    """``text`` with typography folded: curly quotes, dashes, ellipses, composed forms."""
+    return unicodedata.normalize("NFC", text).translate(_STYLES).replace("--", "-")
+
+
+def _restyled_line_doubts(ctx: _Context, best: _Tried) -> list[str]:
+    """The best keeps as new text a reply that begins the cut line again from its start,
+    in other quotes, dashes or Unicode forms (“temporary” for "temporary", NFD accents):
+    no repeat matched it, and read as new, the document says the line twice."""
+    if not ctx.seam.lines or ctx.line_start or best.cand.confirmed:
+        return []
+    start = ctx.tail.rfind("\n") + 1
+    if start == 0 and len(ctx.tail) < ctx.total:
+        return []  # the cut line starts before the tail: not seen whole
+    cut = _restyled(ctx.tail[start:][: 2 * RESTYLED_PROBE])[:RESTYLED_PROBE]
+    text = ctx.fragment[best.cand.end :]
+    if len(cut) < RESTYLED_PROBE // 2 or not text.startswith(cut[:1]):
+        return []
+    said = _restyled(text[: 2 * len(cut)])
+    if not said.startswith(cut) or text.startswith(ctx.tail[start:][: len(cut)]):
+        return []  # (the line again as it was is a repeat the reading weighed already)
+    return [
+        f"{AMBIGUOUS}seam: the reply begins the cut line again, written with other quotes, "
+        f"dashes or accents ({text[:40]!r}): a repeat, or new text"
     ]
 
 

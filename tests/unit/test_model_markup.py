@@ -443,3 +443,52 @@ def test_a_model_that_asks_again_with_nothing_new_has_finished_warned() -> None:
     state, d = advance(state, _reply("Would you like me to continue?", "stop"))
     assert isinstance(d, Finish), d
     assert state.tail == doc and state.metadata.ambiguous_seams == 1
+
+
+# More of the fourth corpus's silent classes, each now flagged or exact.
+FLAGGED_9 = [
+    # a marker line before a continuation in the middle of a word
+    (["It rained all week, and the t", "* * *\n\nrail stayed closed."], "text"),
+    (["| Summit | Priya | 20", "<!-- continued -->\n24-02-16 |\n"], "markdown"),
+    (["The client retri", "— continued —\n\nes up to 5 times."], "text"),
+    # the cut paragraph begun again in other quotes
+    (
+        [
+            'Intro.\n\nAccording to Hannah, the "temporary" fix has been in production. It rained',
+            "According to Hannah, the “temporary” fix has been in production. It rained all week.",
+        ],
+        "text",
+    ),
+    # a gap in the middle of a reply
+    (["He said it twice.", " Then left.\n\n[...]\n\nThe end came in spring."], "text"),
+    # summaries of what is left
+    (
+        [
+            "id,n\n1,a\n",
+            "The rest of the file continues with the remaining 4 rows in the same format.",
+        ],
+        "csv",
+    ),
+    (["id,n\n1,a\n", "Remaining rows: 13 more, same columns as the header above."], "csv"),
+    # the Assistant role label
+    (["Results: t", "Assistant: he conclusion feels rushed."], "text"),
+]
+
+
+@pytest.mark.parametrize(("fragments", "fmt"), FLAGGED_9)
+def test_more_replies_that_are_not_the_document_are_flagged(fragments: list[str], fmt: str) -> None:
+    res = stitch(fragments, fmt)
+    assert res.doubts or not res.ok, res.text
+
+
+def test_a_lead_that_quotes_the_tail_is_dropped() -> None:
+    first = 'Intro.\n\nOne reviewer wrote: "Solid work... but the conclus'
+    res = stitch(
+        [
+            first,
+            'Continuing from where I left off (“…"Solid work... but the conclus”):\n\n'
+            'ion feels rushed."',
+        ],
+        "text",
+    )
+    assert res.ok and res.text == first + 'ion feels rushed."', res.warnings
