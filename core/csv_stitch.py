@@ -17,7 +17,7 @@ import io
 import math
 import re
 from bisect import bisect_right
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from enum import StrEnum
 from functools import lru_cache
 from itertools import pairwise
@@ -313,10 +313,46 @@ def _seam(scan: CsvScan, tail: str, *, exact: bool = False) -> Seam:
         exact=exact,
         blank_lines=False,
         in_field=scan.mode is CsvMode.QUOTED,
-        ends_in_field=lambda text: scan_rows(scan.mode, scan.delims, text)[0] is CsvMode.QUOTED,
+        ends_in_field=_field_end_reader(scan.mode, scan.delims),
         crlf_records=lambda text: crlf_records(scan.mode, scan.delims, text),
         field_break=scan.field_break,
     )
+
+
+#: Rows a text is scanned one by one, looking for a row end a text scanned before had.
+SYNC_ROWS = 32
+
+
+def _field_end_reader(mode: CsvMode, delims: int) -> Callable[[str], bool]:
+    """Whether text appended at the cut (in ``mode``) ends inside a quoted field.
+
+    A seam asks it of each reading, of texts that start at different places and often
+    end at the same one. At a row's end the scanner is at a row start whatever came
+    before, so a text that reaches a row end where a text scanned before had one, with
+    the same text after it, ends as that one did: the rest is scanned once (a reply of
+    800 KB read seven ways took 2.5 s, scanned whole each time)."""
+    scanned: list[tuple[str, set[int], bool]] = []  # text, its row ends (from its end), answer
+
+    def ends_in_field(text: str) -> bool:
+        state, _, rows = scan_rows(mode, delims, text, 1)
+        if not rows:
+            return state is CsvMode.QUOTED
+        first = at = rows[0][0]
+        for _ in range(SYNC_ROWS if scanned else 0):
+            left = len(text) - at
+            for seen, ends, answer in scanned:
+                if left in ends and seen.endswith(text[at:]):
+                    return answer
+            state, _, rows = scan_rows(CsvMode.ROW_START, 0, text[at:], 1)
+            if not rows:
+                return state is CsvMode.QUOTED
+            at += rows[0][0]
+        final, _, more = scan_rows(CsvMode.ROW_START, 0, text[first:])
+        ends = {len(text) - first} | {len(text) - first - end for end, _ in more}
+        scanned.append((text, ends, final is CsvMode.QUOTED))
+        return final is CsvMode.QUOTED
+
+    return ends_in_field
 
 
 def _duplicate_row(tail: str, append: str, header: str | None = None) -> bool:

@@ -11,9 +11,19 @@ import csv
 import io
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import core
-from core.csv_stitch import CsvMode, CsvScan, close_csv, merge_csv, scan_rows, start_csv
+from core.csv_stitch import (
+    CsvMode,
+    CsvScan,
+    _field_end_reader,
+    close_csv,
+    merge_csv,
+    scan_rows,
+    start_csv,
+)
 from core.merge import Merge
 from core.seam import AMBIGUOUS_END, REPEATED
 
@@ -424,3 +434,21 @@ def test_crlf_rows_keep_a_bare_line_break_inside_a_quoted_field() -> None:
 def test_a_fragment_written_with_lf_throughout_is_written_as_the_document_does() -> None:
     result = core.stitch(["id,note\r\n1,a\r\n2,b", "\n3,c\n4,d\n"], "csv")
     assert result.text == "id,note\r\n1,a\r\n2,b\r\n3,c\r\n4,d\r\n"
+
+
+@given(
+    text=st.text(alphabet='a,"\n', max_size=120),
+    mode=st.sampled_from(list(CsvMode)),
+    starts=st.lists(st.integers(0, 120), max_size=8),
+    cuts=st.lists(st.integers(0, 120), max_size=3),
+)
+def test_the_field_end_reader_answers_as_a_whole_scan(
+    text: str, mode: CsvMode, starts: list[int], cuts: list[int]
+) -> None:
+    """The reader shares scans between texts that end alike (``_field_end_reader``); its
+    answer is always the whole scan's, in any order of asking, for any ends."""
+    reader = _field_end_reader(mode, 0)
+    for end in [len(text), *cuts]:
+        for start in starts:
+            piece = text[min(start, end) : end]
+            assert reader(piece) is (scan_rows(mode, 0, piece)[0] is CsvMode.QUOTED)
