@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from core.extraction import drop_model_markup
+from core.extraction import CUT_CHARACTER, drop_model_markup
 from core.formats import Stitcher, detect, resume_stitcher, start_stitcher
 from core.merge import Merge
 from core.models import FinishReason, JobSpec, OnFailure, OutputFormat, ProviderResponse
@@ -44,6 +44,7 @@ from core.state import Continue, Decision, Fallback, Finish, JobState, OutputRef
 _DONE = (FinishReason.STOP, FinishReason.TOOL_CALLS)
 _FILTERED = "the provider's content filter stopped the reply"
 _STOPPED_SHORT = "the model said it stopped before the end (and stopped): continuing"
+_CUT_SEAM = f"{AMBIGUOUS}seam: the reply after a character cut in two does not begin with one"
 _ASKED_AGAIN = (
     f"{AMBIGUOUS}end: the model said again that it stopped, with nothing new: finished, "
     "and the document may be incomplete"
@@ -69,7 +70,7 @@ def advance(state: JobState, response: ProviderResponse) -> tuple[JobState, Deci
         if response.permanent:  # asking again sends the same request: it cannot help
             return s, _fallback(s, f"the provider refused the request: {response.error}")
         return _failure(s, f"the provider reported an error: {response.error}", backoff=True)
-    raw, prefilled, markup_doubts = _without_markup(s, response)
+    raw, prefilled, markup_doubts, cut = _without_markup(s, response)
     text, percent = split_marker(raw)
     s.metadata.progress_reported.append(percent)
     blank = not text.strip()
@@ -81,11 +82,11 @@ def advance(state: JobState, response: ProviderResponse) -> tuple[JobState, Deci
     _settle_format(s, text)
     if text:
         stitcher, merge = _merge(s, text, prefilled)
-        if markup_doubts and merge.ok:
-            merge = replace(merge, doubts=(*markup_doubts, *merge.doubts))
+        merge = _markup_doubts(s, merge, markup_doubts)
         refused = _refuse(s, merge, reason)
         if refused is not None:
             return refused
+        s.cut_character = cut
         s.metadata.warn(*merge.warnings)
         reason = _stopped_short(s, merge, reason)
         s = s.model_copy(update={**s.appended(merge.append), "scan": stitcher.scan})
@@ -123,19 +124,37 @@ def _stopped_short(s: JobState, merge: Merge, reason: FinishReason) -> FinishRea
     return FinishReason.STOP
 
 
-def _without_markup(s: JobState, response: ProviderResponse) -> tuple[str, int, list[str]]:
+def _without_markup(s: JobState, response: ProviderResponse) -> tuple[str, int, list[str], bool]:
     """The reply without the reasoning and chat-template tokens around it (removed from
-    what a prefilled reply generated, its prefill kept), the prefill's length and the
-    doubts; the removals are warned of."""
+    what a prefilled reply generated, its prefill kept), the prefill's length, the
+    doubts, and whether a last character cut in two was removed; removals are warned of."""
     prefill, generated = "", response.text
     if 0 < response.prefilled <= len(response.text):
         prefill, generated = generated[: response.prefilled], generated[response.prefilled :]
     overlap = max(0, len(s.head) + len(s.tail) - s.length)  # a short document: one copy
-    generated, warnings, doubts = drop_model_markup(generated, s.head + s.tail[overlap:])
+    limited = response.finish_reason is FinishReason.LENGTH
+    generated, warnings, doubts = drop_model_markup(
+        generated, s.head + s.tail[overlap:], cut=limited
+    )
     if not warnings:
-        return response.text, response.prefilled, []
+        return response.text, response.prefilled, [], False
     s.metadata.warn(*warnings)
-    return prefill + generated, len(prefill), doubts
+    return prefill + generated, len(prefill), doubts, CUT_CHARACTER in warnings
+
+
+def _markup_doubts(s: JobState, merge: Merge, doubts: list[str]) -> Merge:
+    """The merge with the doubts the markup's removal raised; after a reply whose last
+    character, cut in two, was removed, doubted where this one does not begin with a
+    character outside ASCII (the cut one, written whole): it may have been lost, or been
+    the document's own U+FFFD."""
+    if not merge.ok:
+        return merge
+    warnings = merge.warnings
+    if s.cut_character and not merge.append[:1] > "\x7f":
+        doubts, warnings = [*doubts, _CUT_SEAM], (*warnings, _CUT_SEAM)
+    if not doubts:
+        return merge
+    return replace(merge, warnings=warnings, doubts=(*doubts, *merge.doubts))
 
 
 def _settle_format(s: JobState, text: str) -> None:

@@ -96,8 +96,11 @@ _TURN_START = re.compile(
     r"|<\|assistant\|>[ \t]*+\r?\n"  # Phi-3's
     r"|assistant[ \t]*+\r?\n\r?\n"  # Llama 3's header without its special tokens
 )
-# A role label a raw completion writes before the reply.
+# Marks of a document that shows chat templates itself (a turn header in it may be its own).
+_TEMPLATES = ("<|", "<start_of_turn>")
+# A role label a raw completion writes before the reply; a transcript's own line.
 _ROLE_LABEL = re.compile(r"Assistant:[ \t]")
+_TRANSCRIPT = re.compile(r"^(?:User|Human|Customer|Q):", re.MULTILINE)
 # Beginning-of-text tokens a server did not strip (and the marks that make one the text's).
 _START_TOKENS = {
     "<|begin_of_text|>": ("<|begin_of_text|>",),
@@ -159,7 +162,9 @@ class _Removals:
         self.doubts.append(_MARKUP_DOUBT + text)
 
 
-def drop_model_markup(text: str, seen: str = "") -> tuple[str, list[str], list[str]]:
+def drop_model_markup(
+    text: str, seen: str = "", *, cut: bool = True
+) -> tuple[str, list[str], list[str]]:
     """Remove reasoning and chat-template tokens a reply carries; return the reply, the
     warnings and the doubts.
 
@@ -170,12 +175,14 @@ def drop_model_markup(text: str, seen: str = "") -> tuple[str, list[str], list[s
     left open is the whole reply, doubted), the reasoning before a lone ``</think>``,
     gpt-oss's analysis channel, and end-of-turn tokens at the end. Where the document or
     the rest of the reply uses the same mark, it may be the document's own: the removal
-    is doubted, and a lone ``</think>`` is left as it is.
+    is doubted, and a lone ``</think>`` is left as it is. A character the server cut in
+    two at the output limit (a last U+FFFD) is removed where the reply may have been cut
+    there (``cut``: not after a model that stopped).
     """
     if (
         "<" not in text
         and "[" not in text
-        and not text.endswith("\ufffd")
+        and not (cut and text.endswith("\ufffd"))
         and not text.lstrip().startswith(("assistant", "Assistant:"))
     ):
         return text, [], []
@@ -188,14 +195,16 @@ def drop_model_markup(text: str, seen: str = "") -> tuple[str, list[str], list[s
     m = _TURN_START.match(text, len(text) - len(text.lstrip()))
     if m is not None:
         text = text[m.end() :]
-        done.note("a chat template's turn header", (m.group(0).strip(),), text)
+        done.note("a chat template's turn header", (m.group(0).strip(), *_TEMPLATES), text)
     m = _ROLE_LABEL.match(text)
-    if m is not None:  # always doubted: "Manager: Ana" + "Assistant: Bo" is a document's
+    if m is not None and not _TRANSCRIPT.search(seen):
+        # Always doubted: "Manager: Ana" + "Assistant: Bo" is a document's too.
         text = text[m.end() :]
         done.warnings.append("removed a role label (Assistant:)")
         done.doubt("removed a role label (Assistant:): the reply's, or the document's own")
     text = _drop_end_tokens(_drop_reasoning(text, done), done)
-    return _drop_cut_character(text, done), done.warnings, done.doubts
+    text = _drop_cut_character(text, done) if cut else text
+    return text, done.warnings, done.doubts
 
 
 #: A warning: the reply ended in U+FFFD, a character the server cut in two at the output

@@ -47,9 +47,18 @@ _CHAT = re.compile(
     r"|continu(?:ing|ed|ation)\b[ \t]*(?:[:.!(\u2014-]|$|from\b|where\b|exactly\b|on\b"
     r"|with (?:the|my)\b|the (?:document|json|csv|table|list|text|data|output|answer)\b)"
     r"|[(\[]continued[)\]][ \t.:!\u2026\u2014-]*$"  # a whole line ("(continued) goes" is text)
-    r"|[^\n]*\b(?:the rest of (?:the|it|my)|the remainder|where (?:i|we|it) (?:left off|stopped"
-    r"|was cut|were cut)|(?:was|were|got) cut off|picking up (?:where|from)|pick up where"
-    r"|as requested|the continuation|resuming (?:from|where|the))\b)",
+    # words about the answer: the rest of the document, where I left off …
+    r"|[^\n]*\b(?:(?:the rest|the remainder) of (?:it\b|(?:the|my) (?:[\w-]+ ){0,2}?"
+    r"(?:document|text|file|csv|json|table|list|data|output|answer|response|content|markdown"
+    r"|code|report|essay|article|story|rows|entries|items|sections)\b)"
+    r"|where (?:i|it) (?:left off|stopped|was cut)\b|picking up (?:where|from)\b"
+    r"|pick up where\b|resuming (?:from|where|the)\b)"
+    # … or words a document says too, on a line said to the user ("Here is the rest of the
+    # cake recipe:"; not "He ate the rest of the cake.")
+    r"|(?=[^\n]*(?::[ \t*_]*$|\b(?:here|below|follows|i'll|i\u2019ll|i will|i'm|i\u2019m|i am"
+    r"|let me|continuing|sorry|apolog)))"
+    r"[^\n]*\b(?:the rest of|the remainder|where we (?:left off|stopped)|(?:was|were|got) cut off"
+    r"|as requested|the continuation)\b)",
     re.IGNORECASE,
 )
 #: Lines that start like the document's own blocks are never taken for chat.
@@ -90,8 +99,7 @@ _CONTINUED = re.compile(
     r"[ \t]*[*_]*[ \t]*[.:]?[ \t]*"
     # a marker line: "— continued —", "<!-- continued -->", "# continued", "~~ cont'd ~~"
     r"|[ \t]*(?:<!--|#{1,6}|[-\u2013\u2014=~*_]{1,5})[ \t]*(?:continued|cont(?:'d|\u2019d|\.)"
-    r"|continuation)[ \t]*(?:-->|[-\u2013\u2014=~*_]{1,5})?[ \t]*[.:]?[ \t]*"
-    r"|[ \t]*(?:\*[ \t]+\*[ \t]+\*|\u2042)[ \t]*",  # a scene break, where a reply resumes
+    r"|continuation)[ \t]*(?:-->|[-\u2013\u2014=~*_]{1,5})?[ \t]*[.:]?[ \t]*",
     re.IGNORECASE,
 )
 
@@ -149,9 +157,7 @@ def is_chat(line: str) -> bool:
     line = line.rstrip("\r\n")
     if len(line) > MAX_LEAD_LINE or _CONTENT_START.match(line):
         return False
-    if _QUOTING_LEAD.match(line):
-        return True
-    if line.count('"') % 2:
+    if line.count('"') % 2 and not _QUOTING_LEAD.match(line):
         return False  # an odd quote closes a quoted value: the line is the document's
     return _CHAT.match(line) is not None
 
@@ -283,6 +289,12 @@ def elided(text: str) -> bool:
     return 0 < len(line) <= MAX_LEAD_LINE and "\n" not in line and bool(_ELIDED.match(line))
 
 
+def asks_to_go_on(text: str) -> bool:
+    """Whether ``text`` (one line) is only a question whether to go on ("Shall I
+    continue?"): the model's most often, but a story may ask so too."""
+    return bool(_ASKS_TO_GO_ON.fullmatch(text.strip()))
+
+
 def stopped(text: str) -> bool:
     """Whether ``text`` (one line) says the reply stopped short or asks whether to go on."""
     line = text.strip()
@@ -316,7 +328,7 @@ def _continued(line: str) -> bool:
     """A colon line, or one that only says the reply goes on ("*(continued)*") or ends so
     (a heading again: "## 2. Setup (cont.)"): a document may hold such a line too."""
     return is_colon_prose(line) or bool(
-        _CONTINUED.fullmatch(line) or _CONTINUED_END.fullmatch(line)
+        _CONTINUED.fullmatch(line) or _CONTINUED_END.fullmatch(line) or _QUOTING_LEAD.match(line)
     )
 
 
@@ -442,11 +454,20 @@ _COPY_INTRO = re.compile(
 )
 
 
+#: An introduction that talks to the user ("Here is…", "For reference", "(combined)"): the
+#: copy is the reply's; other words ("The whole text once more:") may be the document's.
+_COPY_SURE = re.compile(
+    r"\b(?:here|for reference|for convenience|combined|consolidated|in one piece)\b",
+    re.IGNORECASE,
+)
+
+
 def copy_again(text: str, head: str) -> tuple[int, int]:
     """Where a closing copy of the whole document starts in ``text`` ("---", "For
     reference, here's the full CSV:", maybe a fence opener, then the document from its
-    first character), and the copy's length; ``(len(text), 0)`` when there is none: the
-    reply went on, then sent everything again.
+    first character), and the copy's length (-1 where the introduction does not talk to
+    the user, so the copy may be the document's); ``(len(text), 0)`` when there is none:
+    the reply went on, then sent everything again.
 
     The copy must start a line after such an introduction (a line that says the whole
     document follows, ending in a colon) and repeat the document's start (``head``) as
@@ -471,14 +492,15 @@ def copy_again(text: str, head: str) -> tuple[int, int]:
         lines.pop()  # the copy's fence opener and blank lines
     if not lines or len(lines[-1]) > MAX_LEAD_LINE or not _COPY_INTRO.fullmatch(lines[-1].strip()):
         return none
-    lines.pop()
+    intro = lines.pop()
     while lines and not lines[-1].strip():
         lines.pop()
     if lines and _RULE.fullmatch(lines[-1].strip()):
         lines.pop()  # "---" between the text and the introduction
     if not any(line.strip() for line in lines):
         return none  # nothing before it: the reply starts again (a restart), no copy
-    return _one_line_break("".join(lines) + "\n\n"), len(text) - at
+    sure = _COPY_SURE.search(intro) is not None
+    return _one_line_break("".join(lines) + "\n\n"), len(text) - at if sure else -1
 
 
 def _one_line_break(text: str) -> int:

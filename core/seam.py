@@ -43,6 +43,7 @@ from core.leads import (
     Strength,
     about_the_task,
     any_fence,
+    asks_to_go_on,
     closing_fence,
     copy_again,
     done_note,
@@ -284,6 +285,7 @@ def _candidates(ctx: _Context, lead: Lead, start: int, notes: tuple[str, ...]) -
         if weak:  # an unsure preamble needs a long repeat, not the cut line's start again
             prefix = line_prefix(ctx.tail, square.lstrip("\r\n")) and info < RESTART_MIN
             confirmed = confirmed and info >= CONFIRM and not prefix
+            confirmed = confirmed and not _whole_lines_again(ctx.tail, square)
         out.append(_Candidate(lead, start, start + k, info, True, confirmed, notes))
     normalized = normalized_overlaps(ctx.tail, body, lines=seam.lines, in_string=seam.in_string)
     for end, info, size in islice(normalized, MAX_CANDIDATES):
@@ -300,6 +302,12 @@ def _candidates(ctx: _Context, lead: Lead, start: int, notes: tuple[str, ...]) -
             confirmed = confirmed and info >= CONFIRM and not prefix
         out.append(_Candidate(lead, start, start + end, info, False, confirmed, notes))
     return out
+
+
+def _whole_lines_again(tail: str, square: str) -> bool:
+    """Whether ``square`` is the tail's last lines whole: after an unsure preamble ("—
+    continued —"), a document says them again too (a refrain after a break)."""
+    return square.endswith("\n") and tail[-len(square) - 1 : -len(square)] in ("\n", "")
 
 
 def _splits_token_after_space(ctx: _Context, body: str, size: int) -> bool:
@@ -351,8 +359,8 @@ def _evaluate(ctx: _Context, cand: _Candidate) -> _Tried | None:
     copy, size = copy_again(text, ctx.head) if seam.lines else (len(text), 0)
     if copy < len(text):  # "For reference, here's the full CSV:" and all of it again
         warnings.append(f"{COPY_DROPPED}: {text[copy : copy + 80].strip()!r:.80}")
-        if size < ctx.total:  # shorter than the document: a part of it said again?
-            end_doubts.append(f"{AMBIGUOUS}seam: {COPY_DROPPED}, shorter than the document")
+        if size < ctx.total:  # shorter than the document, or the document's own words?
+            end_doubts.append(f"{AMBIGUOUS}seam: {COPY_DROPPED}: it may be the document's")
         text = text[:copy]
     if cand.lead.end:
         warnings.append(f"dropped a {cand.lead.end}-character preamble: {cand.lead.text!r:.80}")
@@ -411,8 +419,8 @@ def _closing_text(ctx: _Context, text: str, warnings: list[str], doubts: list[st
         # In a string or a quoted field it may be the text.
         warnings.append(f"{STOPPED_NOTE}: {text.strip()!r:.80}")
         doubts += closing_doubts(text)
-        if not _at_rest(ctx):  # "I wonder, " + "shall I go on?": maybe the text's
-            doubts.append(f"{AMBIGUOUS}seam: {STOPPED_NOTE} where the text cannot end")
+        if not _at_rest(ctx) or asks_to_go_on(text):  # a story may ask "Shall I go on?"
+            doubts.append(f"{AMBIGUOUS}seam: {STOPPED_NOTE}: it may be the document's")
         if meta:
             doubts.append(f"{AMBIGUOUS}seam: {ABOUT_TASK}: {text.strip()!r:.60}")
         elif ctx.seam.in_string or ctx.seam.in_field:
@@ -822,6 +830,8 @@ def plan_seam(
     doubts += _near_copy_doubts(ctx, best)
     doubts += _line_again_doubts(ctx, best)
     doubts += _restyled_line_doubts(ctx, best)
+    if ctx.seam.lines and _MARK_LINE.match(best.append) and ctx.tail[-1:].isalnum():
+        doubts.append(f"{AMBIGUOUS}seam: {_MARK_IN_WORD}")
     if ctx.seam.lines and _GAP.search(best.append):
         doubts.append(f"{AMBIGUOUS}seam: a '[...]' line in the reply may mark text it left out")
     doubts += _reindented_doubts(ctx, best)
@@ -1327,6 +1337,11 @@ def _line_again_doubts(ctx: _Context, best: _Tried) -> list[str]:
 #: A line that is only an elision mark ("[...]", "(…)"): text the reply left out, or a
 #: quotation's own cut.
 _GAP = re.compile(r"^[ \t]*[\[(](?:\.\.\.|\u2026)[\])][ \t]*\r?$", re.MULTILINE)
+
+#: A first line that is only a break mark ("* * *", "***", "---", "⁂"), after a text cut
+#: inside a word: a scene break there, or the reply's marker before the word goes on.
+_MARK_LINE = re.compile(r"[ \t]*(?:(?:\*[ \t]*){3,}|-{3,}|_{3,}|#{3,}|\u2042)[ \t]*\r?\n")
+_MARK_IN_WORD = "a break mark opens the reply after a word cut short: the reply's, or the text's"
 
 #: Characters of the cut line's start a reply must begin with, written in other quotes,
 #: dashes or Unicode forms, to be that line begun again (and the fewest the line holds).

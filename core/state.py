@@ -191,6 +191,9 @@ class JobState(BaseModel):
     #: Replies in a row that said they stopped short ("Would you like me to continue?") and
     #: brought nothing; left out of the stored form while 0.
     stop_notes: int = Field(default=0, exclude_if=lambda value: not value)
+    #: The last reply ended in a character the server cut in two (removed; left out of the
+    #: stored form while False).
+    cut_character: bool = Field(default=False, exclude_if=lambda value: not value)
     stall_percent: int | None = None
     stall_count: int = 0
     stall_chars: int = 0

