@@ -144,6 +144,15 @@ def _in_code(scan: MarkdownScan) -> bool:
     return bool(scan.fence) and not (scan.partial and _closes(scan.partial, scan.fence))
 
 
+def _ends_in_code(scan: MarkdownScan, text: str) -> bool:
+    """Whether ``text``, appended, leaves a code block open; not where it ends in a bare
+    fence line (the closer of a wrapper the scan does not count, before its remark)."""
+    last = text.rstrip().rsplit("\n", 1)[-1].strip()
+    if last and last[0] in "`~" and last == last[0] * len(last) and len(last) >= 3:
+        return False
+    return _in_code(_advance(scan, text))
+
+
 def _row_complete(scan: MarkdownScan) -> bool:
     """Whether a fragment starting with ``|`` starts a new row rather than ending the cut one."""
     cut = scan.partial.strip()
@@ -353,7 +362,7 @@ def start_markdown(fragment: str) -> tuple[MarkdownScan, Merge]:
     reading = start_reading(
         text,
         fence_strength=_first_fence(text),
-        ends_in_field=lambda t: _in_code(_advance(MarkdownScan(), t)),
+        ends_in_field=lambda t: _ends_in_code(MarkdownScan(), t),
     )
     scan, append = _close_wrapper(MarkdownScan(), reading.append, reading.fence, line_start=True)
     if not append.strip():
@@ -394,7 +403,7 @@ def merge_markdown(
         strip_close=False,
         exact=exact,
         in_field=_in_code(scan),
-        ends_in_field=lambda text: _in_code(_advance(scan, text)),
+        ends_in_field=lambda text: _ends_in_code(scan, text),
     )
     reading, warnings, error = read_seam(tail, scan.length, scan.head, fragment, seam)
     if reading is None:

@@ -549,3 +549,17 @@ def test_the_engine_doubts_a_reply_that_does_not_write_the_cut_character_whole()
     assert isinstance(d, Continue)
     state, d = advance(state, _reply(", the replacement character.", "stop"))
     assert isinstance(d, Retry) and "cut in two" in d.reason, d
+
+
+def test_a_sign_off_after_the_wrappers_closing_fence_is_dropped_in_markdown() -> None:
+    """The wrapper's closing fence is no code block of the document's: the remark after it
+    is the reply's (seed 101 of the seam corpus, silent at a draft of this session)."""
+    res = stitch(
+        [
+            "Here is the document you asked for:\n\n```markdown\n# Notes\n\n* Note: the follo",
+            "wing figures are preliminary.\n* Done: the ch\n\n```\n\nLet me know if you need more!",
+            "chart was moved.\n",
+        ],
+        "markdown",
+    )
+    assert "Let me know" not in res.text
